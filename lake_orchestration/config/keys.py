@@ -1,0 +1,91 @@
+"""Every ``hoodie.*`` key this project reads or writes, with its default and doc.
+
+The only module that spells Hudi key strings; everything else refers to :class:`HoodieKey` members.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class HoodieKey(enum.Enum):
+    """A Hudi config key: ``(key, default, doc)``; ``.key`` is the string Hudi uses."""
+
+    # -- hoodie.properties (table config) --------------------------------------------------------------------------
+    TABLE_NAME = ("hoodie.table.name", None, "Table name.")
+    DATABASE_NAME = ("hoodie.database.name", None, "Database name; part of the checksum input.")
+    TABLE_TYPE = ("hoodie.table.type", "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ.")
+    TABLE_VERSION = ("hoodie.table.version", "6", "Table format version (6 = Hudi 0.14/0.15).")
+    TIMELINE_LAYOUT_VERSION = ("hoodie.timeline.layout.version", "1", "Timeline layout version (1 for v6).")
+    ARCHIVELOG_FOLDER = ("hoodie.archivelog.folder", "archived", "Archived timeline folder under .hoodie.")
+    RECORDKEY_FIELDS = ("hoodie.table.recordkey.fields", None, "Comma-separated record key fields.")
+    PARTITION_FIELDS = ("hoodie.table.partition.fields", None, "Comma-separated partition fields; absent = none.")
+    PRECOMBINE_FIELD = ("hoodie.table.precombine.field", None, "Ordering (precombine) field.")
+    KEYGENERATOR_CLASS = ("hoodie.table.keygenerator.class", None, "Key generator class.")
+    HIVE_STYLE_PARTITIONING = (
+        "hoodie.datasource.write.hive_style_partitioning",
+        "false",
+        "Partition paths as field=value.",
+    )
+    URL_ENCODE_PARTITIONING = (
+        "hoodie.datasource.write.partitionpath.urlencode",
+        "false",
+        "URL-encode partition path values.",
+    )
+    DROP_PARTITION_COLUMNS = (
+        "hoodie.datasource.write.drop.partition.columns",
+        "false",
+        "Partition columns are not stored in data files.",
+    )
+    CREATE_SCHEMA = ("hoodie.table.create.schema", None, "Avro schema (without meta fields) at creation.")
+    POPULATE_META_FIELDS = ("hoodie.populate.meta.fields", "true", "Whether the _hoodie_* meta columns are written.")
+    PAYLOAD_CLASS = (
+        "hoodie.compaction.payload.class",
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        "Record payload class: decides how log records merge (commit-time vs event-time ordering).",
+    )
+    RECORD_MERGER_STRATEGY = (
+        "hoodie.compaction.record.merger.strategy",
+        "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "Record merger strategy id.",
+    )
+    BASE_FILE_FORMAT = ("hoodie.table.base.file.format", "PARQUET", "Base file format.")
+    LOG_FILE_FORMAT = ("hoodie.table.log.file.format", "HOODIE_LOG", "Log file format.")
+    TIMELINE_TIMEZONE = ("hoodie.table.timeline.timezone", "LOCAL", "Timezone of instant times: LOCAL or UTC.")
+    TABLE_CHECKSUM = ("hoodie.table.checksum", None, "CRC32 of '<database>.<table>'.")
+    PARTITION_METAFILE_USE_BASE_FORMAT = (
+        "hoodie.partition.metafile.use.base.format",
+        "false",
+        "Partition metadata stored as a base-format file.",
+    )
+    BOOTSTRAP_BASE_PATH = ("hoodie.bootstrap.base.path", None, "Source path of a bootstrapped table.")
+    # -- write / read options ----------------------------------------------------------------------------------------
+    PAYLOAD_ORDERING_FIELD = (
+        "hoodie.payload.ordering.field",
+        None,
+        "Ordering field for DefaultHoodieRecordPayload; defaults to the precombine field.",
+    )
+    LOGFILE_DATA_BLOCK_FORMAT = ("hoodie.logfile.data.block.format", "avro", "Data block format: avro or parquet.")
+    MEMORY_COMPACTION_MAX_SIZE = (
+        "hoodie.memory.compaction.max.size",
+        str(100 * 1024 * 1024),
+        "Bytes of memory for a merged log scan before spilling.",
+    )
+    HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
+    HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
+
+    def __init__(self, key: str, default: str | None, doc: str) -> None:
+        self.key = key
+        self.default = default
+        self.doc = doc
+
+    @classmethod
+    def by_key(cls, key: str) -> HoodieKey | None:
+        """The member for a key string, or None."""
+        return _BY_KEY.get(key)
+
+
+_BY_KEY = {m.key: m for m in HoodieKey}
+
+PAYLOAD_OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+PAYLOAD_DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"

@@ -1,0 +1,147 @@
+"""The whole exception hierarchy of lake_orchestration.
+
+Every error keeps the facts it is about as attributes (``path``, ``value``, ``instant`` ...) and builds its
+message from them: what was found, where, and what was expected.
+"""
+
+from __future__ import annotations
+
+
+class LakeOrchestrationError(Exception):
+    """Root of every error raised by lake_orchestration."""
+
+
+class StorageError(LakeOrchestrationError):
+    """A storage operation failed (listing, reading, writing, deleting)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(f"{message}: {path}")
+
+
+class FileAlreadyExistsError(StorageError):
+    """An atomic create-if-absent found the file already present."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("File already exists (create-if-absent refused to overwrite it)", path=path)
+
+
+class TableNotFoundError(LakeOrchestrationError):
+    """The base path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+    def __init__(self, table_uri: str) -> None:
+        self.table_uri = table_uri
+        super().__init__(
+            f"No Hudi table at {table_uri}: expected {table_uri.rstrip('/')}/.hoodie/hoodie.properties"
+        )
+
+
+class InvalidTablePropertiesError(LakeOrchestrationError):
+    """``hoodie.properties`` is malformed or holds an invalid value."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(f"Invalid hoodie.properties {path}: {detail}")
+
+
+class UnsupportedTableVersionError(LakeOrchestrationError):
+    """The table version is not one this release reads or writes."""
+
+    def __init__(self, table_uri: str, version: str, supported: str) -> None:
+        self.table_uri = table_uri
+        self.version = version
+        super().__init__(
+            f"Unsupported hoodie.table.version={version!r} for table {table_uri}: expected {supported}"
+        )
+
+
+class InvalidInstantTimeError(LakeOrchestrationError, ValueError):
+    """An instant time that is not ``yyyyMMddHHmmss[SSS]``."""
+
+    def __init__(self, value: str, where: str = "") -> None:
+        self.value = value
+        self.where = where
+        loc = f" in {where}" if where else ""
+        super().__init__(f"Invalid instant time {value!r}{loc}: expected yyyyMMddHHmmss or yyyyMMddHHmmssSSS")
+
+
+class InvalidFileNameError(LakeOrchestrationError, ValueError):
+    """A file name that does not follow Hudi's naming grammar."""
+
+    def __init__(self, name: str, expected: str, where: str = "") -> None:
+        self.name = name
+        self.expected = expected
+        loc = f" in {where}" if where else ""
+        super().__init__(f"Invalid file name {name!r}{loc}: expected {expected}")
+
+
+class TimelineError(LakeOrchestrationError):
+    """The timeline is in a state the operation cannot work with."""
+
+
+class InstantNotFoundError(TimelineError):
+    """An instant that must exist on the timeline does not."""
+
+    def __init__(self, table_uri: str, instant: str, detail: str = "") -> None:
+        self.table_uri = table_uri
+        self.instant = instant
+        extra = f": {detail}" if detail else ""
+        super().__init__(f"Instant {instant} not found on the timeline of {table_uri}{extra}")
+
+
+class InvalidInstantStateError(TimelineError):
+    """A state transition that the requested → inflight → completed machine does not allow."""
+
+    def __init__(self, table_uri: str, instant: str, detail: str) -> None:
+        self.table_uri = table_uri
+        self.instant = instant
+        super().__init__(f"Instant {instant} of {table_uri}: {detail}")
+
+
+class CorruptFileError(LakeOrchestrationError):
+    """A timeline or data file whose content cannot be decoded."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(f"Cannot decode {path}: {detail}")
+
+
+class CorruptLogBlockError(CorruptFileError):
+    """A log block that cannot be decoded although its framing looked intact."""
+
+    def __init__(self, path: str, offset: int, detail: str) -> None:
+        self.offset = offset
+        super().__init__(path, f"log block at byte {offset}: {detail}")
+
+
+class SchemaError(LakeOrchestrationError):
+    """An Avro schema that cannot be used (unparseable or an unsupported type)."""
+
+
+class PlanError(LakeOrchestrationError):
+    """A service plan cannot be made or is invalid."""
+
+
+class CommitConflictError(LakeOrchestrationError):
+    """Another writer changed the table in a conflicting way; re-plan before retrying."""
+
+
+class CommitStateUnknownError(LakeOrchestrationError):
+    """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up."""
+
+
+class EngineError(LakeOrchestrationError):
+    """The execution engine (Spark, local) failed or is unavailable."""
+
+
+class JavaNotFoundError(EngineError):
+    """Spark needs Java 17 or newer and it was not found."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(
+            f"Spark needs Java 17 or newer: {detail}. Install a JDK 17 (e.g. 'apt-get install openjdk-17-jdk-headless') "
+            "and put 'java' on PATH or set JAVA_HOME"
+        )

@@ -1,0 +1,128 @@
+"""Avro schema helpers: parsing the writer schemas Hudi stores, and the Avro -> Arrow type mapping.
+
+The mapping follows reference/hudi/base-file.md §4.1 (what Java Hudi writes to parquet for each Avro type).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from lake_orchestration.errors import SchemaError
+
+META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
+IS_DELETED_FIELD = "_hoodie_is_deleted"
+PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+
+
+def parse_schema(text: str, *, where: str = "") -> dict[str, Any]:
+    """Parse an Avro schema JSON string (a record schema).
+
+    Raises:
+        SchemaError: not JSON or not a record schema.
+    """
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SchemaError(f"Invalid Avro schema JSON{' in ' + where if where else ''}: {err}") from err
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise SchemaError(f"Expected an Avro record schema{' in ' + where if where else ''}, got {text[:80]!r}")
+    return schema
+
+
+def non_null_branch(t: Any) -> tuple[Any, bool]:
+    """For ``["null", T]`` / ``[T, "null"]`` return ``(T, True)``; for any other type ``(t, False)``."""
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        if len(branches) == 1 and len(t) == 2:
+            return branches[0], True
+    return t, False
+
+
+def avro_to_arrow_schema(schema: dict[str, Any]) -> pa.Schema:
+    """Arrow schema for an Avro record schema (all fields nullable like Hudi's parquet files)."""
+    named: dict[str, Any] = {}
+    return pa.schema([_field(f, named, schema.get("namespace", "")) for f in schema["fields"]])
+
+
+def _field(f: dict[str, Any], named: dict[str, Any], ns: str) -> pa.Field:
+    t, _ = non_null_branch(f["type"])
+    return pa.field(f["name"], _type(t, named, ns), nullable=True)
+
+
+def _type(t: Any, named: dict[str, Any], ns: str) -> pa.DataType:
+    if isinstance(t, str):
+        if t in PRIMITIVES:
+            return {
+                "null": pa.null(),
+                "boolean": pa.bool_(),
+                "int": pa.int32(),
+                "long": pa.int64(),
+                "float": pa.float32(),
+                "double": pa.float64(),
+                "bytes": pa.binary(),
+                "string": pa.string(),
+            }[t]
+        ref = named.get(t) or named.get(f"{ns}.{t}")
+        if ref is None:
+            raise SchemaError(f"Unknown Avro named type {t!r}")
+        return _type(ref, named, ns)
+    if isinstance(t, list):
+        inner, ok = non_null_branch(t)
+        if not ok:
+            raise SchemaError(f"Avro union {json.dumps(t)[:120]} has several non-null branches; not supported")
+        return _type(inner, named, ns)
+    kind = t.get("type")
+    logical = t.get("logicalType")
+    if kind in ("record", "enum", "fixed"):
+        name = t.get("name", "")
+        full = name if "." in name else f"{t.get('namespace', ns)}.{name}"
+        named[full] = t
+        named.setdefault(name, t)
+    if logical == "decimal" and kind in ("bytes", "fixed"):
+        return pa.decimal128(int(t["precision"]), int(t.get("scale", 0)))
+    if logical == "date" and kind == "int":
+        return pa.date32()
+    if logical == "timestamp-micros" and kind == "long":
+        return pa.timestamp("us", tz="UTC")
+    if logical == "timestamp-millis" and kind == "long":
+        return pa.timestamp("ms", tz="UTC")
+    if logical == "local-timestamp-micros" and kind == "long":
+        return pa.timestamp("us")
+    if logical == "local-timestamp-millis" and kind == "long":
+        return pa.timestamp("ms")
+    if logical == "time-micros" and kind == "long":
+        return pa.time64("us")
+    if logical == "time-millis" and kind == "int":
+        return pa.time32("ms")
+    if kind == "record":
+        sub_ns = t.get("namespace") or ns
+        return pa.struct([_field(f, named, sub_ns) for f in t["fields"]])
+    if kind == "array":
+        return pa.list_(pa.field("element", _type(t["items"], named, ns), nullable=True))
+    if kind == "map":
+        return pa.map_(pa.string(), pa.field("value", _type(t["values"], named, ns), nullable=True))
+    if kind == "enum":
+        return pa.string()
+    if kind == "fixed":
+        return pa.binary(int(t["size"]))
+    if kind in PRIMITIVES:
+        return _type(kind, named, ns)
+    raise SchemaError(f"Unsupported Avro type {json.dumps(t)[:120]}")
+
+
+def field_names(schema: dict[str, Any]) -> list[str]:
+    return [f["name"] for f in schema["fields"]]
+
+
+def has_meta_fields(schema: dict[str, Any]) -> bool:
+    return all(n in field_names(schema) for n in META_FIELDS)

@@ -1,0 +1,274 @@
+"""``HudiTable``: one Hudi table on storage (``hoodie.properties``, active timeline, file-system view).
+
+Timeline files are created with create-if-absent, one file per state, as Hudi's timeline layout 1 does:
+requested -> inflight -> completed, nothing renamed or overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import (
+    CorruptFileError,
+    FileAlreadyExistsError,
+    InstantNotFoundError,
+    InvalidInstantStateError,
+    InvalidTablePropertiesError,
+    StorageError,
+    TableNotFoundError,
+    UnsupportedTableVersionError,
+)
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
+from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId
+from lake_orchestration.hudi.model.fs_view import FileSystemView, ListedFile
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, InstantTimeGenerator, State
+from lake_orchestration.hudi.model.properties import (
+    SUPPORTED_TABLE_VERSIONS,
+    TableConfig,
+    format_properties,
+    parse_properties,
+    table_checksum,
+)
+from lake_orchestration.hudi.model.schema import META_FIELDS, parse_schema
+from lake_orchestration.hudi.model.timeline import Timeline
+from lake_orchestration.io.storage import Storage
+
+log = logging.getLogger(__name__)
+
+HOODIE_DIR = ".hoodie"
+PROPERTIES_FILE = "hoodie.properties"
+BACKUP_FILE = "hoodie.properties.backup"
+_INFLIGHT_ARE_EMPTY = {Action.COMPACTION, Action.LOG_COMPACTION, Action.ROLLBACK, Action.SAVEPOINT, Action.RESTORE}
+
+
+class HudiTable:
+    """A Hudi table (version 6) at ``base_uri``.
+
+    Args:
+        base_uri: local path or ``s3://``, ``gs://``, ``hdfs://`` URI of the table's base path.
+        storage_options: options for the storage backend.
+
+    Raises:
+        TableNotFoundError: no ``.hoodie/hoodie.properties`` (nor its backup) under ``base_uri``.
+        InvalidTablePropertiesError: the properties are malformed.
+        UnsupportedTableVersionError: the table is not version 6.
+
+    Example:
+        >>> t = HudiTable("/data/trips")                          # doctest: +SKIP
+        >>> [i.file_name for i in t.timeline.completed()]        # doctest: +SKIP
+    """
+
+    def __init__(self, base_uri: str, *, storage_options: Mapping[str, str] | None = None) -> None:
+        self.storage = Storage(base_uri, options=storage_options)
+        self.base_uri = self.storage.base_uri
+        self.config = self._load_config()
+
+    # -- properties -------------------------------------------------------------------------------------------
+    @property
+    def hoodie_dir(self) -> str:
+        return self.storage.join(HOODIE_DIR)
+
+    def _load_config(self) -> TableConfig:
+        path = self.storage.join(HOODIE_DIR, PROPERTIES_FILE)
+        backup = self.storage.join(HOODIE_DIR, BACKUP_FILE)
+        if not self.storage.exists(path):
+            if self.storage.exists(backup):
+                # HoodieTableConfig recovers from the backup when an update was interrupted.
+                log.warning("%s missing; reading %s", self.storage.uri(path), self.storage.uri(backup))
+                path = backup
+            else:
+                raise TableNotFoundError(self.base_uri)
+        raw = self.storage.read_bytes(path)
+        try:
+            text = raw.decode("latin-1")
+        except UnicodeDecodeError as err:  # pragma: no cover - latin-1 decodes any byte
+            raise InvalidTablePropertiesError(self.storage.uri(path), str(err)) from err
+        props = parse_properties(text, path=self.storage.uri(path))
+        version = props.get(HoodieKey.TABLE_VERSION.key, HoodieKey.TABLE_VERSION.default or "")
+        if version not in SUPPORTED_TABLE_VERSIONS:
+            raise UnsupportedTableVersionError(self.base_uri, version, "6 (Hudi 0.14/0.15)")
+        return TableConfig.from_properties(props, path=self.storage.uri(path))
+
+    @classmethod
+    def create(
+        cls,
+        base_uri: str,
+        properties: Mapping[str, str],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> HudiTable:
+        """Initialise a new table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``.
+
+        Raises:
+            FileAlreadyExistsError: a table already exists at ``base_uri``.
+        """
+        storage = Storage(base_uri, options=storage_options)
+        props = dict(properties)
+        props[HoodieKey.TABLE_CHECKSUM.key] = table_checksum(props)
+        TableConfig.from_properties(props, path=storage.uri(storage.join(HOODIE_DIR, PROPERTIES_FILE)))
+        for sub in (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived"):
+            storage.make_dirs(storage.join(HOODIE_DIR, sub))
+        storage.create_if_absent(
+            storage.join(HOODIE_DIR, PROPERTIES_FILE), format_properties(props).encode("latin-1")
+        )
+        return cls(base_uri, storage_options=storage_options)
+
+    # -- timeline ----------------------------------------------------------------------------------------------
+    @cached_property
+    def timeline(self) -> Timeline:
+        """The active timeline (cached; :meth:`refresh` reloads it)."""
+        names = [f.name for f in self.storage.list_dir(self.hoodie_dir) if not f.is_dir]
+        tl = Timeline.from_file_names(names, where=self.storage.uri(self.hoodie_dir))
+        for name in tl.ignored_files:
+            log.warning("Ignoring unknown file %s in %s", name, self.storage.uri(self.hoodie_dir))
+        return tl
+
+    def refresh(self) -> HudiTable:
+        """Forget cached timeline state."""
+        self.__dict__.pop("timeline", None)
+        return self
+
+    def instant_path(self, instant: Instant) -> str:
+        return self.storage.join(HOODIE_DIR, instant.file_name)
+
+    def read_instant(self, instant: Instant) -> bytes:
+        """Content of an instant's file (plan files are read from the requested state, as Java does)."""
+        path = self.instant_path(instant)
+        if not self.storage.exists(path):
+            raise InstantNotFoundError(self.base_uri, str(instant.time), f"missing {instant.file_name}")
+        return self.storage.read_bytes(path)
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """``HoodieCommitMetadata`` of a completed commit/deltacommit/replacecommit."""
+        return CommitMetadata.from_bytes(self.read_instant(instant), path=self.storage.uri(self.instant_path(instant)))
+
+    def new_instant_time(self) -> InstantTime:
+        """A new instant time after every instant of the timeline, in the table's timeline timezone."""
+        last = self.refresh().timeline.last
+        gen = InstantTimeGenerator(self.config.timeline_timezone.value)
+        return gen.new_instant_time(floor=str(last.time) if last else None)
+
+    # -- state machine ------------------------------------------------------------------------------------------
+    def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write ``<ts>.<action>.requested`` (create-if-absent)."""
+        if instant.state is not State.REQUESTED:
+            raise InvalidInstantStateError(self.base_uri, str(instant.time), f"{instant} is not a requested instant")
+        self._create(instant, content)
+        return instant
+
+    def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
+        """Requested -> inflight: the requested file must exist, the inflight one must not."""
+        inflight = requested.with_state(State.INFLIGHT)
+        if requested.state is not State.REQUESTED or not self.storage.exists(self.instant_path(requested)):
+            raise InvalidInstantStateError(
+                self.base_uri, str(requested.time), f"cannot move to inflight: {requested.file_name} does not exist"
+            )
+        if requested.action in _INFLIGHT_ARE_EMPTY:
+            content = b""
+        self._create(inflight, content)
+        return inflight
+
+    def transition_to_completed(self, inflight: Instant, content: bytes) -> Instant:
+        """Inflight -> completed; the completed file is the commit point and is written last."""
+        completed = inflight.with_state(State.COMPLETED)
+        if inflight.state is not State.INFLIGHT or not self.storage.exists(self.instant_path(inflight)):
+            raise InvalidInstantStateError(
+                self.base_uri, str(inflight.time), f"cannot complete: {inflight.file_name} does not exist"
+            )
+        self._create(completed, content)
+        self.refresh()
+        return completed
+
+    def _create(self, instant: Instant, content: bytes) -> None:
+        path = self.instant_path(instant)
+        try:
+            self.storage.create_if_absent(path, content)
+        except FileAlreadyExistsError as err:
+            raise InvalidInstantStateError(
+                self.base_uri, str(instant.time), f"{instant.file_name} already exists on the timeline"
+            ) from err
+        self.refresh()
+
+    # -- schema ------------------------------------------------------------------------------------------------
+    def latest_schema(self) -> dict[str, Any] | None:
+        """Writer Avro schema of the latest completed commit that has one, meta fields prepended."""
+        for inst in reversed(self.timeline.completed_commits().instants):
+            try:
+                schema_json = self.commit_metadata(inst).schema
+            except (CorruptFileError, StorageError):
+                continue
+            if schema_json:
+                schema = parse_schema(schema_json, where=inst.file_name)
+                if self.config.populate_meta_fields and not any(f["name"] == META_FIELDS[0] for f in schema["fields"]):
+                    schema = dict(schema)
+                    schema["fields"] = [
+                        {"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_FIELDS
+                    ] + list(schema["fields"])
+                return schema
+        if self.config.create_schema:
+            return json.loads(self.config.create_schema)
+        return None
+
+    # -- file-system view ------------------------------------------------------------------------------------------
+    def list_partitions(self) -> list[str]:
+        """Relative paths of every partition (a directory holding ``.hoodie_partition_metadata``)."""
+        base = self.storage.base_path.rstrip("/") + "/"
+        parts = set()
+        for f in self.storage.walk_files(self.storage.base_path):
+            if not f.name.startswith(PARTITION_METAFILE_PREFIX):
+                continue
+            rel = f.path[len(base) :] if f.path.startswith(base) else f.path
+            directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if any(seg.startswith(".") for seg in directory.split("/") if seg):
+                continue  # .hoodie/, .temp markers, hidden folders are never partitions
+            parts.add(directory)
+        return sorted(parts)
+
+    def pending_compaction_operations(self, action: Action = Action.COMPACTION) -> dict[FileGroupId, InstantTime]:
+        """File groups of every pending (log) compaction plan -> the plan's instant."""
+        from lake_orchestration.hudi.model.avro import CompactionPlan
+
+        out: dict[FileGroupId, InstantTime] = {}
+        pending = (
+            self.timeline.pending_compactions() if action is Action.COMPACTION else self.timeline.pending_log_compactions()
+        )
+        for inst in pending:
+            req = Instant(inst.time, action, State.REQUESTED)
+            path = self.instant_path(req)
+            plan = CompactionPlan.from_bytes(self.storage.read_bytes(path), path=self.storage.uri(path))
+            for op in plan.operations:
+                out[FileGroupId(op.partition_path or "", op.file_id)] = inst.time
+        return out
+
+    def replaced_file_groups(self) -> dict[FileGroupId, InstantTime]:
+        """File groups replaced by completed replacecommits -> the replacing instant."""
+        out: dict[FileGroupId, InstantTime] = {}
+        for inst in self.timeline.completed().with_actions(Action.REPLACE_COMMIT):
+            md = self.commit_metadata(inst)
+            for p, ids in (md.partition_to_replace_file_ids or {}).items():
+                for fid in ids:
+                    out[FileGroupId(p, fid)] = inst.time
+        return out
+
+    def fs_view(self) -> FileSystemView:
+        """The file-system view as of the current timeline."""
+        listing: dict[str, list[ListedFile]] = {}
+        for p in self.list_partitions():
+            listing[p] = [
+                ListedFile(f.name, f.size) for f in self.storage.list_dir(self.storage.join(p)) if not f.is_dir
+            ]
+        return FileSystemView.build(
+            timeline=self.timeline,
+            listing=listing,
+            pending_compaction=self.pending_compaction_operations(),
+            pending_log_compaction=self.pending_compaction_operations(Action.LOG_COMPACTION),
+            replaced=self.replaced_file_groups(),
+        )
+
+    def __repr__(self) -> str:
+        return f"HudiTable({self.base_uri!r}, {self.config.table_type.value}, name={self.config.name!r})"

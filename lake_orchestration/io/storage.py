@@ -1,0 +1,253 @@
+"""Storage over ``pyarrow.fs``: local by default, ``s3://``, ``gs://`` and ``hdfs://`` URIs with options.
+
+Every timeline file is written with :meth:`Storage.create_if_absent`, which never overwrites: on a local file
+system it uses ``O_CREAT|O_EXCL`` (atomic); on object stores it writes to a unique temporary name and then checks,
+which is the best the store offers (S3 conditional writes are not exposed by pyarrow).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from lake_orchestration.errors import FileAlreadyExistsError, StorageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileInfo:
+    """One listed file."""
+
+    path: str
+    """Full path in the storage's own form (no scheme for object stores, absolute for local)."""
+    name: str
+    """Base name of the file."""
+    size: int
+    """Size in bytes."""
+    mtime_ms: int
+    """Modification time in epoch milliseconds (0 if the store does not report it)."""
+    is_dir: bool = False
+    """True for directories."""
+
+
+class Storage:
+    """A file system rooted at a table's base URI.
+
+    Args:
+        base_uri: ``/local/path``, ``file:///path``, ``s3://bucket/prefix``, ``gs://bucket/prefix`` or
+            ``hdfs://host:port/path``.
+        options: storage options passed to the pyarrow file system (``region``, ``endpoint_override``,
+            ``access_key``, ``secret_key`` ...). Never logged.
+
+    Example:
+        >>> s = Storage("/tmp/tbl")
+        >>> s.join(".hoodie", "hoodie.properties")
+        '/tmp/tbl/.hoodie/hoodie.properties'
+    """
+
+    def __init__(self, base_uri: str, *, options: Mapping[str, str] | None = None) -> None:
+        self.base_uri = base_uri.rstrip("/") or "/"
+        self._options = dict(options or {})
+        self.fs, self.base_path = _make_filesystem(self.base_uri, self._options)
+        self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+
+    # -- paths -------------------------------------------------------------------------------------------------
+    def join(self, *parts: str) -> str:
+        """Path of ``parts`` relative to the base path (empty parts are skipped)."""
+        segs = [p.strip("/") for p in parts if p and p.strip("/")]
+        return "/".join([self.base_path.rstrip("/"), *segs]) if segs else self.base_path
+
+    def uri(self, path: str) -> str:
+        """A user-facing URI for a storage path (for messages)."""
+        if self.is_local:
+            return path
+        scheme = urlparse(self.base_uri).scheme
+        return f"{scheme}://{path}"
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the base path."""
+        base = self.base_path.rstrip("/") + "/"
+        return path[len(base) :] if path.startswith(base) else path
+
+    # -- reading -----------------------------------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return self._info(path).type != pafs.FileType.NotFound
+
+    def is_dir(self, path: str) -> bool:
+        return self._info(path).type == pafs.FileType.Directory
+
+    def read_bytes(self, path: str) -> bytes:
+        """Whole file content."""
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return bytes(f.read())
+        except FileNotFoundError as err:
+            raise StorageError("File not found", path=self.uri(path)) from err
+        except OSError as err:
+            raise StorageError(f"Cannot read file ({err})", path=self.uri(path)) from err
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        """A random-access file (for parquet)."""
+        try:
+            return self.fs.open_input_file(path)
+        except FileNotFoundError as err:
+            raise StorageError("File not found", path=self.uri(path)) from err
+        except OSError as err:
+            raise StorageError(f"Cannot open file ({err})", path=self.uri(path)) from err
+
+    def size(self, path: str) -> int:
+        info = self._info(path)
+        if info.type == pafs.FileType.NotFound:
+            raise StorageError("File not found", path=self.uri(path))
+        return int(info.size or 0)
+
+    def list_dir(self, path: str, *, missing_ok: bool = True) -> list[FileInfo]:
+        """Entries directly under ``path`` (not recursive)."""
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=missing_ok))
+        except FileNotFoundError as err:
+            raise StorageError("Directory not found", path=self.uri(path)) from err
+        except OSError as err:
+            raise StorageError(f"Cannot list directory ({err})", path=self.uri(path)) from err
+        return [_to_file_info(i) for i in infos]
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        """Every file under ``path``, recursively."""
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        except OSError as err:
+            raise StorageError(f"Cannot list directory ({err})", path=self.uri(path)) from err
+        for i in infos:
+            if i.type == pafs.FileType.File:
+                yield _to_file_info(i)
+
+    def mtime_ms(self, path: str) -> int | None:
+        info = self._info(path)
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return _to_file_info(info).mtime_ms
+
+    # -- writing -----------------------------------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or overwrite) a file. Data files only: timeline files use :meth:`create_if_absent`."""
+        self._make_parent(path)
+        try:
+            with self.fs.open_output_stream(path) as f:
+                f.write(data)
+        except OSError as err:
+            raise StorageError(f"Cannot write file ({err})", path=self.uri(path)) from err
+
+    def open_output_stream(self, path: str) -> pa.NativeFile:
+        self._make_parent(path)
+        try:
+            return self.fs.open_output_stream(path)
+        except OSError as err:
+            raise StorageError(f"Cannot create file ({err})", path=self.uri(path)) from err
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data`` only if it does not exist; raise :class:`FileAlreadyExistsError` if it does.
+
+        Local: ``O_CREAT | O_EXCL`` on a temp file, then ``link`` (atomic, never overwrites, never leaves a
+        partial file under the final name). Object stores: existence check, then a single PUT (object PUTs
+        are atomic; the check-then-put window is the store's limit, documented in docs/storage.md).
+        """
+        self._make_parent(path)
+        if self.is_local:
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    os.write(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                try:
+                    os.link(tmp, path)
+                except FileExistsError as err:
+                    raise FileAlreadyExistsError(self.uri(path)) from err
+            except OSError as err:
+                if isinstance(err, FileExistsError):
+                    raise FileAlreadyExistsError(self.uri(path)) from err
+                raise StorageError(f"Cannot create file ({err})", path=self.uri(path)) from err
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return
+        if self.exists(path):
+            raise FileAlreadyExistsError(self.uri(path))
+        self.write_bytes(path, data)
+
+    def delete_file(self, path: str, *, missing_ok: bool = False) -> None:
+        try:
+            self.fs.delete_file(path)
+        except FileNotFoundError as err:
+            if not missing_ok:
+                raise StorageError("Cannot delete, file not found", path=self.uri(path)) from err
+        except OSError as err:
+            raise StorageError(f"Cannot delete file ({err})", path=self.uri(path)) from err
+
+    def delete_dir(self, path: str, *, missing_ok: bool = True) -> None:
+        try:
+            self.fs.delete_dir(path)
+        except FileNotFoundError as err:
+            if not missing_ok:
+                raise StorageError("Cannot delete, directory not found", path=self.uri(path)) from err
+        except OSError as err:
+            raise StorageError(f"Cannot delete directory ({err})", path=self.uri(path)) from err
+
+    def make_dirs(self, path: str) -> None:
+        try:
+            self.fs.create_dir(path, recursive=True)
+        except OSError as err:
+            raise StorageError(f"Cannot create directory ({err})", path=self.uri(path)) from err
+
+    # -- internals ---------------------------------------------------------------------------------------------
+    def _info(self, path: str) -> pafs.FileInfo:
+        try:
+            return self.fs.get_file_info(path)
+        except OSError as err:
+            raise StorageError(f"Cannot stat ({err})", path=self.uri(path)) from err
+
+    def _make_parent(self, path: str) -> None:
+        parent = path.rsplit("/", 1)[0]
+        if parent and self.is_local:
+            self.make_dirs(parent)
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_uri!r})"
+
+
+def _to_file_info(i: pafs.FileInfo) -> FileInfo:
+    mtime = i.mtime_ns // 1_000_000 if i.mtime_ns is not None else 0
+    return FileInfo(
+        path=i.path,
+        name=i.base_name,
+        size=int(i.size or 0),
+        mtime_ms=mtime,
+        is_dir=i.type == pafs.FileType.Directory,
+    )
+
+
+def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem, str]:
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        path = parsed.path if scheme == "file" else uri
+        return pafs.LocalFileSystem(), os.path.abspath(path)
+    try:
+        if scheme in ("s3", "s3a"):
+            return pafs.S3FileSystem(**options), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        if scheme in ("gs", "gcs"):
+            return pafs.GcsFileSystem(**options), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        if scheme == "hdfs":
+            host = parsed.hostname or "default"
+            port = parsed.port or 8020
+            return pafs.HadoopFileSystem(host, port, **options), parsed.path.rstrip("/")
+    except (TypeError, OSError) as err:
+        raise StorageError(f"Cannot open {scheme} file system with the given storage options ({err})", path=uri) from err
+    raise StorageError("Unsupported URI scheme (expected a local path, file://, s3://, gs:// or hdfs://)", path=uri)
