@@ -126,3 +126,90 @@ def field_names(schema: dict[str, Any]) -> list[str]:
 
 def has_meta_fields(schema: dict[str, Any]) -> bool:
     return all(n in field_names(schema) for n in META_FIELDS)
+
+
+def arrow_to_avro_schema(schema: pa.Schema, *, table_name: str) -> dict[str, Any]:
+    """The Avro record schema Hudi's Spark writer derives for an Arrow schema (all fields ``["null", T]``).
+
+    Record ``<table>_record`` in namespace ``hoodie.<table>``; nested records are named after their field in the
+    parent's full name (reference/hudi/base-file.md §4.2).
+    """
+    name = f"{table_name}_record"
+    ns = f"hoodie.{table_name}"
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": ns,
+        "fields": [_avro_field(f, f"{ns}.{name}") for f in schema],
+    }
+
+
+def _avro_field(f: pa.Field, parent: str) -> dict[str, Any]:
+    return {"name": f.name, "type": ["null", _avro_type(f.type, f.name, parent)], "default": None}
+
+
+def _avro_type(t: pa.DataType, name: str, parent: str) -> Any:
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return "int"
+    if pa.types.is_integer(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_floating(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_fixed_size_binary(t):
+        return {"type": "fixed", "name": name, "namespace": parent, "size": t.byte_width}
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytes"
+    if pa.types.is_date32(t):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_timestamp(t):
+        unit = "micros" if t.unit in ("us", "ns") else "millis"
+        prefix = "timestamp" if t.tz is not None else "local-timestamp"
+        return {"type": "long", "logicalType": f"{prefix}-{unit}"}
+    if pa.types.is_decimal(t):
+        size = _decimal_size(t.precision)
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{parent}.{name}",
+            "size": size,
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if pa.types.is_struct(t):
+        return {
+            "type": "record",
+            "name": name,
+            "namespace": parent,
+            "fields": [_avro_field(t.field(i), f"{parent}.{name}") for i in range(t.num_fields)],
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": "array", "items": ["null", _avro_type(t.value_type, name, parent)]}
+    if pa.types.is_map(t):
+        return {"type": "map", "values": ["null", _avro_type(t.item_type, name, parent)]}
+    raise SchemaError(f"Arrow type {t} of field {name!r} has no Hudi Avro mapping")
+
+
+def _decimal_size(precision: int) -> int:
+    """Minimal bytes for a two's-complement unscaled value of ``precision`` digits (Avro/Hudi fixed size)."""
+    size = 1
+    while 2 ** (8 * size - 1) < 10**precision:
+        size += 1
+    return size
+
+
+def with_meta_fields(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with the five ``_hoodie_*`` meta fields first, as Hudi writes them into files."""
+    if any(f["name"] == COMMIT_TIME for f in schema["fields"]):
+        return schema
+    out = dict(schema)
+    out["fields"] = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_FIELDS] + list(
+        schema["fields"]
+    )
+    return out

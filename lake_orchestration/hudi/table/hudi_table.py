@@ -23,6 +23,7 @@ from lake_orchestration.errors import (
     TableNotFoundError,
     UnsupportedTableVersionError,
 )
+from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId
 from lake_orchestration.hudi.model.fs_view import FileSystemView, ListedFile
@@ -231,8 +232,6 @@ class HudiTable:
 
     def pending_compaction_operations(self, action: Action = Action.COMPACTION) -> dict[FileGroupId, InstantTime]:
         """File groups of every pending (log) compaction plan -> the plan's instant."""
-        from lake_orchestration.hudi.model.avro import CompactionPlan
-
         out: dict[FileGroupId, InstantTime] = {}
         pending = (
             self.timeline.pending_compactions() if action is Action.COMPACTION else self.timeline.pending_log_compactions()
@@ -242,7 +241,7 @@ class HudiTable:
             path = self.instant_path(req)
             plan = CompactionPlan.from_bytes(self.storage.read_bytes(path), path=self.storage.uri(path))
             for op in plan.operations:
-                out[FileGroupId(op.partition_path or "", op.file_id)] = inst.time
+                out[FileGroupId(op.partition_path or "", op.file_id or "")] = inst.time
         return out
 
     def replaced_file_groups(self) -> dict[FileGroupId, InstantTime]:

@@ -1,0 +1,8 @@
+"""lake_orchestration: Apache Hudi table services on Spark, orchestrated by Dagster."""
+
+from lake_orchestration.errors import LakeOrchestrationError
+from lake_orchestration.hudi.table import HudiTable, read_file_slice, read_snapshot
+
+__version__ = "0.1.0"
+
+__all__ = ["HudiTable", "LakeOrchestrationError", "__version__", "read_file_slice", "read_snapshot"]

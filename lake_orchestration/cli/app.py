@@ -1,0 +1,229 @@
+"""``lake-orch``: inspect and operate Hudi tables from the command line.
+
+Every command that prints data takes ``--json``. Errors print one line (``--verbose``: the traceback) and exit 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import pyarrow.parquet as pq
+
+from lake_orchestration.cli.output import emit_json, table
+from lake_orchestration.errors import LakeOrchestrationError
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.snapshot import ReadStats, read_snapshot, table_arrow_schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        verbose = bool((ctx.find_root().obj or {}).get("verbose"))
+        try:
+            return fn(*args, **kwargs)
+        except (LakeOrchestrationError, ValueError, OSError, NotImplementedError) as err:
+            if verbose:
+                traceback.print_exc()
+            click.echo(f"Error: {err}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.option("--verbose", is_flag=True, help="Show tracebacks and debug logging.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """Run and inspect Apache Hudi table services."""
+    ctx.obj = {"verbose": verbose}
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+
+
+# -- table --------------------------------------------------------------------------------------------------------
+@cli.group("table")
+def table_group() -> None:
+    """Table configuration."""
+
+
+def table_summary(t: HudiTable) -> dict[str, Any]:
+    c = t.config
+    return {
+        "base_path": t.base_uri,
+        "name": c.name,
+        "type": c.table_type.value,
+        "version": c.version,
+        "record_key_fields": list(c.record_key_fields),
+        "partition_fields": list(c.partition_fields),
+        "precombine_field": c.precombine_field,
+        "key_generator": c.key_generator_class,
+        "hive_style_partitioning": c.hive_style_partitioning,
+        "url_encode_partitioning": c.url_encode_partitioning,
+        "payload_class": c.payload_class,
+        "merge_semantics": c.merge_semantics.value,
+        "populate_meta_fields": c.populate_meta_fields,
+        "base_file_format": c.base_file_format,
+        "timeline_timezone": c.timeline_timezone.value,
+        "instants": len(t.timeline),
+    }
+
+
+@table_group.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def table_show(path: str, as_json: bool) -> None:
+    """Show the table's configuration (hoodie.properties)."""
+    s = table_summary(HudiTable(path))
+    if as_json:
+        emit_json(s)
+        return
+    click.echo(table([(k, v) for k, v in s.items()], ["property", "value"]))
+
+
+# -- timeline -----------------------------------------------------------------------------------------------------
+@cli.group("timeline")
+def timeline_group() -> None:
+    """The active timeline."""
+
+
+def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
+    out = []
+    for i in t.timeline:
+        out.append({"instant": str(i.time), "action": i.action.value, "state": i.state.name, "file": i.file_name})
+    return out
+
+
+@timeline_group.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def timeline_show(path: str, as_json: bool) -> None:
+    """List the instants of the active timeline (latest state of each)."""
+    rows = timeline_rows(HudiTable(path))
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("(empty timeline)")
+        return
+    click.echo(table([(r["instant"], r["action"], r["state"], r["file"]) for r in rows],
+                     ["instant", "action", "state", "file"]))
+
+
+# -- fsview -------------------------------------------------------------------------------------------------------
+@cli.group("fsview")
+def fsview_group() -> None:
+    """The file-system view: file groups and file slices."""
+
+
+def fsview_rows(t: HudiTable, *, all_slices: bool = False) -> list[dict[str, Any]]:
+    view = t.fs_view()
+    rows = []
+    for g in view.all_file_groups(include_replaced=True):
+        slices = g.slices if all_slices else g.slices[:1]
+        for s in slices:
+            rows.append(
+                {
+                    "partition": s.partition_path,
+                    "file_id": s.file_id,
+                    "base_instant": str(s.base_instant),
+                    "base_file": s.base_file.name if s.base_file else None,
+                    "base_file_size": s.base_file.size if s.base_file else None,
+                    "log_files": [lf.name for lf in s.log_files],
+                    "log_files_size": sum(max(lf.size, 0) for lf in s.log_files),
+                    "pending_compaction": str(view.pending_compaction[g.id]) if g.id in view.pending_compaction else None,
+                    "replaced_by": str(view.replaced[g.id]) if g.id in view.replaced else None,
+                }
+            )
+    return rows
+
+
+@fsview_group.command("show")
+@click.argument("path")
+@click.option("--all-slices", is_flag=True, help="Show every committed slice, not only the latest.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def fsview_show(path: str, all_slices: bool, as_json: bool) -> None:
+    """List file groups and their latest (or all) file slices."""
+    rows = fsview_rows(HudiTable(path), all_slices=all_slices)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("(no file groups)")
+        return
+    click.echo(
+        table(
+            [
+                (r["partition"] or "(root)", r["file_id"], r["base_instant"], r["base_file"] or "-",
+                 len(r["log_files"]), (r["pending_compaction"] or r["replaced_by"] or ""))
+                for r in rows
+            ],
+            ["partition", "file_id", "base_instant", "base_file", "logs", "pending/replaced"],
+        )
+    )
+
+
+# -- read ---------------------------------------------------------------------------------------------------------
+@cli.command("read")
+@click.argument("path")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
+@click.option("--as-of", default=None, help="Read as of this completed instant (default: latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the read summary as JSON.")
+@_errors
+def read_cmd(path: str, output: str, as_of: str | None, as_json: bool) -> None:
+    """Write the merged snapshot (all columns, meta columns included) to a parquet file."""
+    t = HudiTable(path)
+    stats = ReadStats()
+    writer = None
+    schema = None
+    try:
+        for part in read_snapshot(t, as_of=as_of, stats=stats):
+            if writer is None:
+                schema = part.schema
+                writer = pq.ParquetWriter(output, schema)
+            writer.write_table(part if part.schema.equals(schema) else part.cast(schema))
+        if writer is None:
+            empty = table_arrow_schema(t)
+            if empty is None:
+                import pyarrow as pa
+
+                empty = pa.schema([])
+            pq.write_table(empty.empty_table(), output)
+    finally:
+        if writer is not None:
+            writer.close()
+    summary = {
+        "output": output,
+        "rows": stats.rows,
+        "file_slices": stats.file_slices,
+        "base_files": stats.base_files,
+        "log_files": stats.log_files,
+        "log_blocks": stats.log_blocks,
+        "log_records": stats.log_records,
+        "corrupt_blocks": stats.corrupt_blocks,
+        "rollback_blocks": stats.rollback_blocks,
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"Wrote {stats.rows} rows from {stats.file_slices} file slices to {output}")
+        if stats.corrupt_blocks:
+            click.echo(f"Warning: skipped {stats.corrupt_blocks} corrupt log block(s)", err=True)
+
+
+def main() -> None:
+    cli(prog_name="lake-orch")
+
+
+if __name__ == "__main__":
+    main()
