@@ -56,6 +56,11 @@ class Storage:
         self.fs, self.base_path = _make_filesystem(self.base_uri, self._options)
         self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
 
+    @property
+    def options(self) -> dict[str, str]:
+        """The storage options (to hand to executors; never log them)."""
+        return dict(self._options)
+
     # -- paths -------------------------------------------------------------------------------------------------
     def join(self, *parts: str) -> str:
         """Path of ``parts`` relative to the base path (empty parts are skipped)."""

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Shared set-up for the README commands: Python >= 3.10, Java 17+, a project venv in .venv with the package
+# installed (re-installed only when pyproject.toml changes). Source it: `. scripts/setup-env.sh`.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${LAKE_ORCH_VENV:-$ROOT/.venv}"
+
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for c in python3.12 python3.11 python3.10 python3; do
+    if command -v "$c" >/dev/null 2>&1; then PY="$c"; break; fi
+  done
+fi
+if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+  echo "error: Python 3.10 or newer is required (found: ${PY:-none}). Install python3 (>= 3.10) and retry." >&2
+  exit 1
+fi
+
+JAVA="${JAVA_HOME:+$JAVA_HOME/bin/java}"
+[ -n "$JAVA" ] && [ -x "$JAVA" ] || JAVA="$(command -v java || true)"
+if [ -z "$JAVA" ]; then
+  echo "error: Java 17 or newer is required by Spark and was not found (no 'java' on PATH, JAVA_HOME unset)." >&2
+  echo "       Install a JDK 17, e.g. 'apt-get install openjdk-17-jdk-headless', then retry." >&2
+  exit 1
+fi
+JMAJOR="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\)\.\{0,1\}\([0-9]*\).*/\1 \2/p' | head -n1 | awk '{ if ($1 == 1) print $2; else print $1 }')"
+if [ -z "$JMAJOR" ] || [ "$JMAJOR" -lt 17 ]; then
+  echo "error: Java 17 or newer is required by Spark; $JAVA is Java ${JMAJOR:-unknown}." >&2
+  echo "       Install a JDK 17 and put it first on PATH or set JAVA_HOME." >&2
+  exit 1
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "Creating virtual environment in $VENV" >&2
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.lake-orch-installed"
+HASH="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
+  echo "Installing lake-orchestration and its dependencies into $VENV (first run takes a few minutes)" >&2
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[test]" >&2
+  echo "$HASH" > "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"
+export PYSPARK_PYTHON="$VENV/bin/python"
+export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
