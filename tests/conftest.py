@@ -114,3 +114,13 @@ def _isolate_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("TZ", "UTC")
     yield
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The one SparkSession of the test run (local[2])."""
+    from lake_orchestration.engines.spark_session import local_spark_session
+
+    session = local_spark_session(master="local[2]", app_name="lake-orchestration-tests")
+    yield session
+    session.stop()

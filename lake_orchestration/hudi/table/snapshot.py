@@ -21,7 +21,7 @@ from lake_orchestration.hudi.merge.record_merger import (
     resolve_log_records,
 )
 from lake_orchestration.hudi.model.file_group import FileSlice
-from lake_orchestration.hudi.model.schema import RECORD_KEY, avro_to_arrow_schema
+from lake_orchestration.hudi.model.schema import META_FIELDS, RECORD_KEY, avro_to_arrow_schema
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.io.storage import Storage
 
@@ -122,11 +122,16 @@ def read_snapshot(
     view = table.fs_view()
     flt = InstantFilter.from_timeline(timeline, latest_instant=str(latest))
     cfg = merge_config_for(table)
+    drop_meta = not table.config.populate_meta_fields
     schema: pa.Schema | None = None
     for fs in view.latest_merged_file_slices_before_or_on(str(latest)):
         for t in read_file_slice(
             table.storage, fs, instant_filter=flt, merge_config=cfg, stats=stats, batch_size=batch_size
         ):
+            if drop_meta:
+                # Java writes all-null meta columns (file name aside) even with meta fields off; readers
+                # (hudi-rs, Hudi's own) present only the user columns.
+                t = t.drop_columns([c for c in META_FIELDS if c in t.column_names])
             if schema is None:
                 schema = t.schema
             elif not t.schema.equals(schema):
