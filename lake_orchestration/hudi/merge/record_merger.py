@@ -128,7 +128,12 @@ def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogR
     if data is None and not deletes:
         return LogRecords(None, pa.array([], pa.string()), total, corrupt, reasons)
     winners, deleted = _dedupe(data, deletes, config, ordering_wrapper)
-    records = data.take(winners).drop_columns([_SEQ]) if data is not None else None
+    if data is None:
+        records = None
+    elif len(winners) == data.num_rows:
+        records = data.drop_columns([_SEQ])  # every key once: no need to gather
+    else:
+        records = data.take(winners).drop_columns([_SEQ])
     return LogRecords(records, pa.array(deleted, pa.string()), total, corrupt, reasons)
 
 

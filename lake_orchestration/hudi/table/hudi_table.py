@@ -119,6 +119,32 @@ class HudiTable:
         )
         return cls(base_uri, storage_options=storage_options)
 
+    def update_properties(self, updates: Mapping[str, str], *, remove: tuple[str, ...] = ()) -> TableConfig:
+        """Change ``hoodie.properties`` the way ``HoodieTableConfig.modify`` does.
+
+        Backup the current file -> delete it -> write the new one (checksum recomputed) -> re-read and verify ->
+        delete the backup. A crash at any step leaves either the old file, the new file, or the backup that
+        :meth:`_load_config` recovers from.
+        """
+        path = self.storage.join(HOODIE_DIR, PROPERTIES_FILE)
+        backup = self.storage.join(HOODIE_DIR, BACKUP_FILE)
+        props = dict(self.config.raw)
+        for k in remove:
+            props.pop(k, None)
+        props.update(updates)
+        props[HoodieKey.TABLE_CHECKSUM.key] = table_checksum(props)
+        TableConfig.from_properties(props, path=self.storage.uri(path))  # validate before touching anything
+        current = self.storage.read_bytes(path)
+        self.storage.delete_file(backup, missing_ok=True)
+        self.storage.create_if_absent(backup, current)
+        self.storage.delete_file(path)
+        self.storage.create_if_absent(path, format_properties(props).encode("latin-1"))
+        self.config = self._load_config()
+        if self.config.raw.get(HoodieKey.TABLE_CHECKSUM.key) != props[HoodieKey.TABLE_CHECKSUM.key]:
+            raise InvalidTablePropertiesError(self.storage.uri(path), "checksum changed while writing")
+        self.storage.delete_file(backup)
+        return self.config
+
     # -- timeline ----------------------------------------------------------------------------------------------
     @cached_property
     def timeline(self) -> Timeline:
