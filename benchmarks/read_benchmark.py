@@ -29,8 +29,13 @@ from lake_orchestration.hudi.write import WriteOptions, write_table
 
 def build_slice(path: Path, rows: int, update_fraction: float, log_files: int) -> None:
     opts = WriteOptions(
-        table_name="bench", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
-        hive_style_partitioning=True, max_rows_per_file=rows, compression="snappy",
+        table_name="bench",
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=rows,
+        compression="snappy",
     )
     base = generate_trips(rows, partitions=1, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
@@ -72,11 +77,15 @@ def main() -> None:
             build_slice(path, args.rows, args.update_fraction, args.log_files)
         print(f"slice built in {time.perf_counter() - t0:.1f}s at {path}")
         table = HudiTable(str(path))
-        (fs,) = table.fs_view().latest_merged_file_slices_before_or_on(str(table.timeline.latest_completed_commit_time()))
+        (fs,) = table.fs_view().latest_merged_file_slices_before_or_on(
+            str(table.timeline.latest_completed_commit_time())
+        )
         assert fs.base_file is not None
         log_bytes = sum(lf.size for lf in fs.log_files)
-        print(f"base file: {fs.base_file.name} ({fs.base_file.size / 1e6:.1f} MB), "
-              f"{len(fs.log_files)} log files ({log_bytes / 1e6:.1f} MB)")
+        print(
+            f"base file: {fs.base_file.name} ({fs.base_file.size / 1e6:.1f} MB), "
+            f"{len(fs.log_files)} log files ({log_bytes / 1e6:.1f} MB)"
+        )
         flt = InstantFilter.from_timeline(table.timeline)
         mcfg = merge_config_for(table)
 
@@ -102,8 +111,10 @@ def main() -> None:
         t_theirs, n_theirs = time_best(theirs, args.repeat)
         if n_ours != n_theirs:
             raise SystemExit(f"row counts differ: ours {n_ours}, hudi-rs {n_theirs}")
-        print(f"log records merged: {ours.log_records} "  # type: ignore[attr-defined]
-              f"({ours.log_records / args.rows:.1%} of base rows)")  # type: ignore[attr-defined]
+        print(
+            f"log records merged: {ours.log_records} "  # type: ignore[attr-defined]
+            f"({ours.log_records / args.rows:.1%} of base rows)"
+        )  # type: ignore[attr-defined]
         print(f"{'reader':<28}{'seconds':>10}{'rows/s':>14}")
         print(f"{'lake_orchestration':<28}{t_ours:>10.3f}{n_ours / t_ours:>14,.0f}")
         print(f"{'hudi-rs read_file_slice':<28}{t_theirs:>10.3f}{n_theirs / t_theirs:>14,.0f}")

@@ -19,7 +19,9 @@ def _tables() -> list[HudiTableConfig]:
     if cfg:
         data = yaml.safe_load(Path(cfg).read_text()) or []
         if not isinstance(data, list):
-            raise ValueError(f"{cfg}: expected a YAML list of tables with name and base_path, got {type(data).__name__}")
+            raise ValueError(
+                f"{cfg}: expected a YAML list of tables with name and base_path, got {type(data).__name__}"
+            )
         return [HudiTableConfig(**t) for t in data]
     demo = Path(os.environ.get("LAKE_ORCH_DEMO_DIR", "demo-tables")).resolve() / "demo_trips"
     if not (demo / ".hoodie" / "hoodie.properties").exists():

@@ -60,7 +60,7 @@ def generate_trips(rows: int, *, partitions: int = 3, seed: int = 42, ts_offset:
 def generate_updates(base: pa.Table, *, fraction: float, seed: int = 7, ts_offset: int = 10_000_000) -> pa.Table:
     """Updated versions of a random ``fraction`` of ``base``'s rows (same key and city, new fare, larger ts)."""
     rng = np.random.default_rng(seed)
-    n = int(round(base.num_rows * fraction))
+    n = round(base.num_rows * fraction)
     idx = np.sort(rng.choice(base.num_rows, size=n, replace=False)) if n else np.array([], dtype=np.int64)
     upd = base.take(pa.array(idx, pa.int64()))
     ts = upd.column("ts").to_numpy() + ts_offset
@@ -72,6 +72,6 @@ def generate_updates(base: pa.Table, *, fraction: float, seed: int = 7, ts_offse
 def pick_deletes(base: pa.Table, *, fraction: float, seed: int = 11) -> pa.Table:
     """A random ``fraction`` of ``base``'s rows, to delete."""
     rng = np.random.default_rng(seed)
-    n = int(round(base.num_rows * fraction))
+    n = round(base.num_rows * fraction)
     idx = np.sort(rng.choice(base.num_rows, size=n, replace=False)) if n else np.array([], dtype=np.int64)
     return base.take(pa.array(idx, pa.int64()))

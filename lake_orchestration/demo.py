@@ -40,7 +40,9 @@ class DemoResult:
     expected_rows: int
 
 
-def build_demo_table(path: str | Path, *, rows: int = 3000, seed: int = 42, echo: Callable[[str], None] = print) -> DemoResult:
+def build_demo_table(
+    path: str | Path, *, rows: int = 3000, seed: int = 42, echo: Callable[[str], None] = print
+) -> DemoResult:
     """Create the demo MOR table at ``path`` (replacing a previous demo table there)."""
     path = str(path)
     if Path(path, ".hoodie").exists():

@@ -31,9 +31,7 @@ class TableNotFoundError(LakeOrchestrationError):
 
     def __init__(self, table_uri: str) -> None:
         self.table_uri = table_uri
-        super().__init__(
-            f"No Hudi table at {table_uri}: expected {table_uri.rstrip('/')}/.hoodie/hoodie.properties"
-        )
+        super().__init__(f"No Hudi table at {table_uri}: expected {table_uri.rstrip('/')}/.hoodie/hoodie.properties")
 
 
 class InvalidTablePropertiesError(LakeOrchestrationError):
@@ -51,9 +49,7 @@ class UnsupportedTableVersionError(LakeOrchestrationError):
     def __init__(self, table_uri: str, version: str, supported: str) -> None:
         self.table_uri = table_uri
         self.version = version
-        super().__init__(
-            f"Unsupported hoodie.table.version={version!r} for table {table_uri}: expected {supported}"
-        )
+        super().__init__(f"Unsupported hoodie.table.version={version!r} for table {table_uri}: expected {supported}")
 
 
 class InvalidInstantTimeError(LakeOrchestrationError, ValueError):
@@ -142,6 +138,6 @@ class JavaNotFoundError(EngineError):
     def __init__(self, detail: str) -> None:
         self.detail = detail
         super().__init__(
-            f"Spark needs Java 17 or newer: {detail}. Install a JDK 17 (e.g. 'apt-get install openjdk-17-jdk-headless') "
-            "and put 'java' on PATH or set JAVA_HOME"
+            f"Spark needs Java 17 or newer: {detail}. Install a JDK 17 "
+            "(e.g. 'apt-get install openjdk-17-jdk-headless') and put 'java' on PATH or set JAVA_HOME"
         )

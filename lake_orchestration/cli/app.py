@@ -115,8 +115,11 @@ def timeline_show(path: str, as_json: bool) -> None:
     if not rows:
         click.echo("(empty timeline)")
         return
-    click.echo(table([(r["instant"], r["action"], r["state"], r["file"]) for r in rows],
-                     ["instant", "action", "state", "file"]))
+    click.echo(
+        table(
+            [(r["instant"], r["action"], r["state"], r["file"]) for r in rows], ["instant", "action", "state", "file"]
+        )
+    )
 
 
 # -- fsview -------------------------------------------------------------------------------------------------------
@@ -140,7 +143,9 @@ def fsview_rows(t: HudiTable, *, all_slices: bool = False) -> list[dict[str, Any
                     "base_file_size": s.base_file.size if s.base_file else None,
                     "log_files": [lf.name for lf in s.log_files],
                     "log_files_size": sum(max(lf.size, 0) for lf in s.log_files),
-                    "pending_compaction": str(view.pending_compaction[g.id]) if g.id in view.pending_compaction else None,
+                    "pending_compaction": str(view.pending_compaction[g.id])
+                    if g.id in view.pending_compaction
+                    else None,
                     "replaced_by": str(view.replaced[g.id]) if g.id in view.replaced else None,
                 }
             )
@@ -164,8 +169,14 @@ def fsview_show(path: str, all_slices: bool, as_json: bool) -> None:
     click.echo(
         table(
             [
-                (r["partition"] or "(root)", r["file_id"], r["base_instant"], r["base_file"] or "-",
-                 len(r["log_files"]), (r["pending_compaction"] or r["replaced_by"] or ""))
+                (
+                    r["partition"] or "(root)",
+                    r["file_id"],
+                    r["base_instant"],
+                    r["base_file"] or "-",
+                    len(r["log_files"]),
+                    (r["pending_compaction"] or r["replaced_by"] or ""),
+                )
                 for r in rows
             ],
             ["partition", "file_id", "base_instant", "base_file", "logs", "pending/replaced"],
@@ -225,8 +236,13 @@ def read_cmd(path: str, output: str, as_of: str | None, as_json: bool) -> None:
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")
 @click.option("--rows", default=3000, show_default=True, help="Rows of the initial bulk insert.")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
-              help="Engine for the snapshot read.")
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default="spark",
+    show_default=True,
+    help="Engine for the snapshot read.",
+)
 @click.option("--spark-master", default="local[*]", show_default=True, help="spark.master for --engine spark.")
 @_errors
 def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
@@ -239,11 +255,20 @@ def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
     click.echo("\nTable")
     click.echo(table([(k, v) for k, v in table_summary(t).items()], ["property", "value"]))
     click.echo("\nTimeline")
-    click.echo(table([(r["instant"], r["action"], r["state"]) for r in timeline_rows(t)], ["instant", "action", "state"]))
+    click.echo(
+        table([(r["instant"], r["action"], r["state"]) for r in timeline_rows(t)], ["instant", "action", "state"])
+    )
     click.echo("\nFile slices")
     slices = fsview_rows(t)
-    click.echo(table([(r["partition"], r["file_id"], r["base_instant"], len(r["log_files"]), r["log_files_size"])
-                      for r in slices], ["partition", "file_id", "base_instant", "log_files", "log_bytes"]))
+    click.echo(
+        table(
+            [
+                (r["partition"], r["file_id"], r["base_instant"], len(r["log_files"]), r["log_files_size"])
+                for r in slices
+            ],
+            ["partition", "file_id", "base_instant", "log_files", "log_bytes"],
+        )
+    )
     local = local_snapshot(path)
     if engine == "spark":
         from lake_orchestration.engines.spark import SparkEngine

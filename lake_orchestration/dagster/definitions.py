@@ -5,8 +5,6 @@ per slice, pending instants, timeline length) as metadata. Table services (compa
 attach to these assets as they land.
 """
 
-
-
 from collections.abc import Sequence
 from typing import Any
 

@@ -77,9 +77,13 @@ class SparkEngine:
             base_uri=table.base_uri,
             storage_options=table.storage.options,
             flt=json.dumps({k: sorted(v) if isinstance(v, frozenset) else v for k, v in asdict(flt).items()}),
-            merge=json.dumps({"semantics": merge_config_for(table).semantics.value,
-                              "ordering_field": merge_config_for(table).ordering_field,
-                              "key_field": merge_config_for(table).key_field}),
+            merge=json.dumps(
+                {
+                    "semantics": merge_config_for(table).semantics.value,
+                    "ordering_field": merge_config_for(table).ordering_field,
+                    "key_field": merge_config_for(table).key_field,
+                }
+            ),
             schema=schema,
         )
         ops = self.spark.createDataFrame([(slice_to_json(s),) for s in slices], "slice string").repartition(
@@ -114,8 +118,9 @@ class _SliceReadTask:
             timeline_start=f["timeline_start"],
         )
         m = json.loads(self.merge)
-        cfg = MergeConfig(semantics=MergeSemantics(m["semantics"]), ordering_field=m["ordering_field"],
-                          key_field=m["key_field"])
+        cfg = MergeConfig(
+            semantics=MergeSemantics(m["semantics"]), ordering_field=m["ordering_field"], key_field=m["key_field"]
+        )
         for batch in batches:
             for text in batch.column(0).to_pylist():
                 for t in read_file_slice(storage, slice_from_json(text), instant_filter=flt, merge_config=cfg):

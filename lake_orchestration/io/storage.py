@@ -254,5 +254,7 @@ def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem
             port = parsed.port or 8020
             return pafs.HadoopFileSystem(host, port, **options), parsed.path.rstrip("/")
     except (TypeError, OSError) as err:
-        raise StorageError(f"Cannot open {scheme} file system with the given storage options ({err})", path=uri) from err
+        raise StorageError(
+            f"Cannot open {scheme} file system with the given storage options ({err})", path=uri
+        ) from err
     raise StorageError("Unsupported URI scheme (expected a local path, file://, s3://, gs:// or hdfs://)", path=uri)

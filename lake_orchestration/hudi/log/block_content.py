@@ -59,7 +59,7 @@ def decode_avro_data(content: bytes, schema_json: str, schema: dict[str, Any] | 
     if _pl is not None and polars_can_decode(schema):
         try:
             return _decode_polars(body, count, schema, target)
-        except Exception as err:  # noqa: BLE001 - polars raises its own types; fall back to the exact decoder
+        except Exception as err:
             if isinstance(err, MemoryError):
                 raise
     return _decode_fastavro(body, count, schema, target)
@@ -267,8 +267,12 @@ DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
                             "type": [
                                 "null",
                                 *[
-                                    {"type": "record", "name": n, "namespace": _NS,
-                                     "fields": [{"name": "value", "type": t}]}
+                                    {
+                                        "type": "record",
+                                        "name": n,
+                                        "namespace": _NS,
+                                        "fields": [{"name": "value", "type": t}],
+                                    }
                                     for n, t in _WRAPPERS
                                 ],
                             ],

@@ -89,8 +89,7 @@ class LogBlock:
     @property
     def is_rollback(self) -> bool:
         return (
-            self.block_type is LogBlockType.COMMAND_BLOCK
-            and self.get(HeaderKey.COMMAND_BLOCK_TYPE) == ROLLBACK_COMMAND
+            self.block_type is LogBlockType.COMMAND_BLOCK and self.get(HeaderKey.COMMAND_BLOCK_TYPE) == ROLLBACK_COMMAND
         )
 
     @property

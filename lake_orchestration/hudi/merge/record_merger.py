@@ -108,7 +108,9 @@ def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogR
             elif b.block_type is LogBlockType.PARQUET_DATA_BLOCK:
                 t = decode_parquet_data(b.content)
                 if config.ordering_field and ordering_wrapper is None and b.get(HeaderKey.SCHEMA):
-                    ordering_wrapper = _wrapper_of_field(json.loads(b.get(HeaderKey.SCHEMA) or "{}"), config.ordering_field)
+                    ordering_wrapper = _wrapper_of_field(
+                        json.loads(b.get(HeaderKey.SCHEMA) or "{}"), config.ordering_field
+                    )
             elif b.block_type is LogBlockType.DELETE_BLOCK:
                 for d in decode_delete_content(b.content):
                     deletes.append((seq, d))
@@ -196,7 +198,9 @@ def _dedupe(
         events: dict[str, list[tuple[int, str, Any, Any]]] = {}
         if df_slow is not None and df_slow.height:
             o = df_slow["o"].to_list() if "o" in df_slow.columns else [0] * df_slow.height
-            for k, s, i, ov in zip(df_slow["k"].to_list(), df_slow["s"].to_list(), df_slow["i"].to_list(), o, strict=True):
+            for k, s, i, ov in zip(
+                df_slow["k"].to_list(), df_slow["s"].to_list(), df_slow["i"].to_list(), o, strict=True
+            ):
                 events.setdefault(k, []).append((s, "data", i, ov))
         for s, d in deletes:
             events.setdefault(d.record_key or "", []).append((s, "delete", d, d.ordering_value))
@@ -242,7 +246,7 @@ def _gt(a: Any, b: Any) -> bool:
 def _keep_previous(state: tuple[str, Any, Any], d: DeleteRecord, ordering_wrapper: str | None) -> bool:
     """``processNextDeletedRecord``: keep the existing record only for a non-zero, same-type, smaller delete."""
     dv = d.ordering_value
-    if dv is None or dv == 0 or isinstance(dv, bool) and dv is False:
+    if dv is None or dv == 0 or (isinstance(dv, bool) and dv is False):
         return False
     if state[0] == "delete":
         same = state[1].ordering_wrapper == d.ordering_wrapper

@@ -18,9 +18,9 @@ from lake_orchestration.errors import CorruptFileError
 class RuntimeStats:
     """``HoodieWriteStat.RuntimeStats`` (milliseconds)."""
 
-    totalScanTime: int = 0  # noqa: N815 - Hudi's JSON field names
-    totalUpsertTime: int = 0  # noqa: N815
-    totalCreateTime: int = 0  # noqa: N815
+    totalScanTime: int = 0
+    totalUpsertTime: int = 0
+    totalCreateTime: int = 0
 
 
 @dataclass(kw_only=True)
@@ -30,35 +30,35 @@ class WriteStat:
     Field names are Hudi's JSON names so a stat reads exactly like the file.
     """
 
-    fileId: str = ""  # noqa: N815
+    fileId: str = ""
     path: str | None = None
-    cdcStats: dict[str, int] | None = None  # noqa: N815
-    prevCommit: str = "null"  # noqa: N815
-    numWrites: int = 0  # noqa: N815
-    numDeletes: int = 0  # noqa: N815
-    numUpdateWrites: int = 0  # noqa: N815
-    numInserts: int = 0  # noqa: N815
-    totalWriteBytes: int = 0  # noqa: N815
-    totalWriteErrors: int = 0  # noqa: N815
-    tempPath: str | None = None  # noqa: N815
-    partitionPath: str | None = None  # noqa: N815
-    totalLogRecords: int = 0  # noqa: N815
-    totalLogFilesCompacted: int = 0  # noqa: N815
-    totalLogSizeCompacted: int = 0  # noqa: N815
-    totalUpdatedRecordsCompacted: int = 0  # noqa: N815
-    totalLogBlocks: int = 0  # noqa: N815
-    totalCorruptLogBlock: int = 0  # noqa: N815
-    totalRollbackBlocks: int = 0  # noqa: N815
-    fileSizeInBytes: int = 0  # noqa: N815
-    minEventTime: int | None = None  # noqa: N815
-    maxEventTime: int | None = None  # noqa: N815
-    runtimeStats: RuntimeStats | None = None  # noqa: N815
+    cdcStats: dict[str, int] | None = None
+    prevCommit: str = "null"
+    numWrites: int = 0
+    numDeletes: int = 0
+    numUpdateWrites: int = 0
+    numInserts: int = 0
+    totalWriteBytes: int = 0
+    totalWriteErrors: int = 0
+    tempPath: str | None = None
+    partitionPath: str | None = None
+    totalLogRecords: int = 0
+    totalLogFilesCompacted: int = 0
+    totalLogSizeCompacted: int = 0
+    totalUpdatedRecordsCompacted: int = 0
+    totalLogBlocks: int = 0
+    totalCorruptLogBlock: int = 0
+    totalRollbackBlocks: int = 0
+    fileSizeInBytes: int = 0
+    minEventTime: int | None = None
+    maxEventTime: int | None = None
+    runtimeStats: RuntimeStats | None = None
     # HoodieDeltaWriteStat only (None = not a delta stat, field omitted)
-    logVersion: int | None = None  # noqa: N815
-    logOffset: int | None = None  # noqa: N815
-    baseFile: str | None = None  # noqa: N815
-    logFiles: list[str] | None = None  # noqa: N815
-    recordsStats: dict[str, Any] | None = None  # noqa: N815
+    logVersion: int | None = None
+    logOffset: int | None = None
+    baseFile: str | None = None
+    logFiles: list[str] | None = None
+    recordsStats: dict[str, Any] | None = None
 
     _DELTA_FIELDS = ("logVersion", "logOffset", "baseFile", "logFiles", "recordsStats")
 
@@ -73,8 +73,11 @@ class WriteStat:
             if f.name in self._DELTA_FIELDS and not self.is_delta:
                 continue
             if isinstance(v, RuntimeStats):
-                v = {"totalScanTime": v.totalScanTime, "totalUpsertTime": v.totalUpsertTime,
-                     "totalCreateTime": v.totalCreateTime}
+                v = {
+                    "totalScanTime": v.totalScanTime,
+                    "totalUpsertTime": v.totalUpsertTime,
+                    "totalCreateTime": v.totalCreateTime,
+                }
             out[f.name] = v
         if self.is_delta and out.get("recordsStats") is None:
             out["recordsStats"] = {"val": None}
@@ -173,9 +176,7 @@ def jackson_pretty(obj: Any, indent: int = 0) -> str:
     if isinstance(obj, dict):
         if not obj:
             return "{ }"
-        inner = ",\n".join(
-            f"{pad}  {json.dumps(str(k))} : {jackson_pretty(v, indent + 1)}" for k, v in obj.items()
-        )
+        inner = ",\n".join(f"{pad}  {json.dumps(str(k))} : {jackson_pretty(v, indent + 1)}" for k, v in obj.items())
         return "{\n" + inner + "\n" + pad + "}"
     if isinstance(obj, list | tuple):
         if not obj:

@@ -74,9 +74,9 @@ class FileSystemView:
                     slot[0] = bf
                 elif is_log_file_name(f.name):
                     lf = LogFile.parse(f.name, partition_path=partition, size=f.size, where=partition or "/")
-                    raw.setdefault(FileGroupId(partition, lf.file_id), {}).setdefault(
-                        str(lf.base_instant), [None, []]
-                    )[1].append(lf)
+                    raw.setdefault(FileGroupId(partition, lf.file_id), {}).setdefault(str(lf.base_instant), [None, []])[
+                        1
+                    ].append(lf)
         for fg_id, instant in pending_compaction.items():
             if fg_id in raw:
                 raw[fg_id].setdefault(str(instant), [None, []])
@@ -123,9 +123,7 @@ class FileSystemView:
             out.append(s)
         return out
 
-    def latest_merged_file_slices_before_or_on(
-        self, max_instant: str, partition: str | None = None
-    ) -> list[FileSlice]:
+    def latest_merged_file_slices_before_or_on(self, max_instant: str, partition: str | None = None) -> list[FileSlice]:
         """``getLatestMergedFileSlicesBeforeOrOn``: what a snapshot read as of ``max_instant`` merges.
 
         A slice created by a pending compaction is merged with the slice before it: previous base file,

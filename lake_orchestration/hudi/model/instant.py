@@ -43,8 +43,12 @@ class InstantTime(str):
         if value not in _SPECIAL:
             try:
                 pendulum.datetime(
-                    int(value[0:4]), int(value[4:6]), int(value[6:8]),
-                    int(value[8:10]), int(value[10:12]), int(value[12:14]),
+                    int(value[0:4]),
+                    int(value[4:6]),
+                    int(value[6:8]),
+                    int(value[8:10]),
+                    int(value[10:12]),
+                    int(value[12:14]),
                 )
             except ValueError as err:
                 raise InvalidInstantTimeError(value, where) from err
@@ -79,9 +83,9 @@ class InstantTimeGenerator:
             candidate = now.format(INSTANT_FORMAT)
             for lower in (InstantTimeGenerator._last, floor or ""):
                 if lower and len(lower) == 17 and candidate <= lower:
-                    candidate = (
-                        pendulum.from_format(lower, INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)
-                    ).format(INSTANT_FORMAT)
+                    candidate = (pendulum.from_format(lower, INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)).format(
+                        INSTANT_FORMAT
+                    )
             InstantTimeGenerator._last = candidate
             return InstantTime(candidate)
 
@@ -175,7 +179,9 @@ class Instant:
 
     def __post_init__(self) -> None:
         if self.state is State.COMPLETED and self.action in (Action.COMPACTION, Action.LOG_COMPACTION):
-            raise ValueError(f"A completed {self.action.value} is a commit/deltacommit instant, not {self.action.value}")
+            raise ValueError(
+                f"A completed {self.action.value} is a commit/deltacommit instant, not {self.action.value}"
+            )
         if (self.action, self.state) not in _BY_ACTION_STATE:
             raise ValueError(f"Action {self.action.value} has no {self.state.name} state")
 

@@ -62,7 +62,7 @@ def parse_properties(text: str, *, path: str) -> dict[str, str]:
     logical: list[str] = []
     buf = ""
     for raw in text.splitlines():
-        line = raw.lstrip() if not buf else raw.lstrip()
+        line = raw.lstrip()
         if not buf and (not line or line[0] in "#!"):
             continue
         # A line ending in an odd number of backslashes continues on the next one.

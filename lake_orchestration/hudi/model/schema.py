@@ -151,7 +151,13 @@ def _avro_field(f: pa.Field, parent: str) -> dict[str, Any]:
 def _avro_type(t: pa.DataType, name: str, parent: str) -> Any:
     if pa.types.is_boolean(t):
         return "boolean"
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) or pa.types.is_uint16(t):
+    if (
+        pa.types.is_int8(t)
+        or pa.types.is_int16(t)
+        or pa.types.is_int32(t)
+        or pa.types.is_uint8(t)
+        or pa.types.is_uint16(t)
+    ):
         return "int"
     if pa.types.is_integer(t):
         return "long"

@@ -114,9 +114,7 @@ class HudiTable:
         TableConfig.from_properties(props, path=storage.uri(storage.join(HOODIE_DIR, PROPERTIES_FILE)))
         for sub in (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived"):
             storage.make_dirs(storage.join(HOODIE_DIR, sub))
-        storage.create_if_absent(
-            storage.join(HOODIE_DIR, PROPERTIES_FILE), format_properties(props).encode("latin-1")
-        )
+        storage.create_if_absent(storage.join(HOODIE_DIR, PROPERTIES_FILE), format_properties(props).encode("latin-1"))
         return cls(base_uri, storage_options=storage_options)
 
     def update_properties(self, updates: Mapping[str, str], *, remove: tuple[str, ...] = ()) -> TableConfig:
@@ -260,7 +258,9 @@ class HudiTable:
         """File groups of every pending (log) compaction plan -> the plan's instant."""
         out: dict[FileGroupId, InstantTime] = {}
         pending = (
-            self.timeline.pending_compactions() if action is Action.COMPACTION else self.timeline.pending_log_compactions()
+            self.timeline.pending_compactions()
+            if action is Action.COMPACTION
+            else self.timeline.pending_log_compactions()
         )
         for inst in pending:
             req = Instant(inst.time, action, State.REQUESTED)

@@ -51,7 +51,9 @@ class ReadStats:
 
 def merge_config_for(table: HudiTable) -> MergeConfig:
     cfg = table.config
-    key = RECORD_KEY if cfg.populate_meta_fields else (cfg.record_key_fields[0] if cfg.record_key_fields else RECORD_KEY)
+    key = (
+        RECORD_KEY if cfg.populate_meta_fields else (cfg.record_key_fields[0] if cfg.record_key_fields else RECORD_KEY)
+    )
     return MergeConfig(semantics=cfg.merge_semantics, ordering_field=cfg.ordering_field, key_field=key)
 
 
@@ -78,7 +80,9 @@ def read_file_slice(
     """
     stats = stats if stats is not None else ReadStats()
     stats.file_slices += 1
-    blocks, scan_stats = scan_blocks(storage, file_slice.log_files, instant_filter) if file_slice.log_files else ([], ScanStats())
+    blocks, scan_stats = (
+        scan_blocks(storage, file_slice.log_files, instant_filter) if file_slice.log_files else ([], ScanStats())
+    )
     log_records = resolve_log_records(blocks, merge_config)
     stats.add_scan(scan_stats, log_records)
     base_batches = None

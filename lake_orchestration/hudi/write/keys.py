@@ -49,9 +49,7 @@ def record_keys(table: pa.Table, fields: Sequence[str], *, complex_key: bool) ->
     return out
 
 
-def partition_paths(
-    table: pa.Table, fields: Sequence[str], *, hive_style: bool, url_encode: bool = False
-) -> pa.Array:
+def partition_paths(table: pa.Table, fields: Sequence[str], *, hive_style: bool, url_encode: bool = False) -> pa.Array:
     """``_hoodie_partition_path`` for every row (empty strings for a non-partitioned table)."""
     if not fields:
         return pa.array([""] * table.num_rows, pa.string())

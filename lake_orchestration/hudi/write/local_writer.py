@@ -155,8 +155,9 @@ def write_table(
     full_avro = with_meta_fields(user_avro) if cfg.populate_meta_fields else user_avro
     full_arrow = avro_to_arrow_schema(full_avro)
     keys = record_keys(data, cfg.record_key_fields, complex_key=complex_key)
-    parts = partition_paths(data, cfg.partition_fields, hive_style=cfg.hive_style_partitioning,
-                            url_encode=cfg.url_encode_partitioning)
+    parts = partition_paths(
+        data, cfg.partition_fields, hive_style=cfg.hive_style_partitioning, url_encode=cfg.url_encode_partitioning
+    )
     data = data.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
     data = _precombine(data, cfg.ordering_field)
 
@@ -209,17 +210,32 @@ def write_table(
             t0 = time.monotonic()
             token = make_write_token(task, 1, task)
             bf = write_base_file(
-                storage, chunk, partition_path=p, file_id=new_file_id(), write_token=token, instant=str(instant),
-                avro_schema=full_avro, arrow_schema=full_arrow, compression=options.compression,
+                storage,
+                chunk,
+                partition_path=p,
+                file_id=new_file_id(),
+                write_token=token,
+                instant=str(instant),
+                avro_schema=full_avro,
+                arrow_schema=full_arrow,
+                compression=options.compression,
             )
             task += 1
             result.inserted += chunk.num_rows
             result.files_written.append(bf.relative_path)
-            stats[p].append(WriteStat(
-                fileId=bf.file_id, path=bf.relative_path, prevCommit="null", numWrites=chunk.num_rows,
-                numInserts=chunk.num_rows, totalWriteBytes=bf.size, partitionPath=p, fileSizeInBytes=bf.size,
-                runtimeStats=RuntimeStats(totalCreateTime=int((time.monotonic() - t0) * 1000)),
-            ))
+            stats[p].append(
+                WriteStat(
+                    fileId=bf.file_id,
+                    path=bf.relative_path,
+                    prevCommit="null",
+                    numWrites=chunk.num_rows,
+                    numInserts=chunk.num_rows,
+                    totalWriteBytes=bf.size,
+                    partitionPath=p,
+                    fileSizeInBytes=bf.size,
+                    runtimeStats=RuntimeStats(totalCreateTime=int((time.monotonic() - t0) * 1000)),
+                )
+            )
     schema_json = json.dumps(full_avro, separators=(",", ":"))
     for key in sorted(set(updates) | set(deletes)):
         p, fid = key
@@ -234,27 +250,42 @@ def write_table(
             blocks.append(avro_data_block(rows, instant=str(instant), schema=full_avro, schema_json=schema_json))
         if del_idx:
             drows = data.take(pa.array(del_idx))
-            ords = drows.column(cfg.ordering_field).to_pylist() if (
-                cfg.ordering_field and cfg.ordering_field in drows.column_names and op is not WriteOperation.DELETE
-            ) else [0] * drows.num_rows
-            recs = [DeleteRecord(k, p, o if o is not None else 0, wrapper_for(o if o is not None else 0))
-                    for k, o in zip(drows.column(RECORD_KEY).to_pylist(), ords, strict=True)]
+            ords = (
+                drows.column(cfg.ordering_field).to_pylist()
+                if (cfg.ordering_field and cfg.ordering_field in drows.column_names and op is not WriteOperation.DELETE)
+                else [0] * drows.num_rows
+            )
+            recs = [
+                DeleteRecord(k, p, o if o is not None else 0, wrapper_for(o if o is not None else 0))
+                for k, o in zip(drows.column(RECORD_KEY).to_pylist(), ords, strict=True)
+            ]
             blocks.append(delete_block(recs, instant=str(instant), schema_json=schema_json))
         token = make_write_token(task, 2, task)
         task += 1
-        lf = write_log_file(storage, partition_path=p, file_id=fid, base_instant=str(fs.base_instant),
-                            write_token=token, blocks=blocks)
+        lf = write_log_file(
+            storage, partition_path=p, file_id=fid, base_instant=str(fs.base_instant), write_token=token, blocks=blocks
+        )
         result.updated += len(upd_idx)
         result.deleted += len(del_idx)
         result.files_written.append(lf.relative_path)
-        stats[p].append(WriteStat(
-            fileId=fid, path=lf.relative_path, prevCommit=str(fs.base_instant), numWrites=len(upd_idx),
-            numDeletes=len(del_idx), numUpdateWrites=len(upd_idx), totalWriteBytes=lf.size, partitionPath=p,
-            fileSizeInBytes=lf.size, runtimeStats=RuntimeStats(totalUpsertTime=int((time.monotonic() - t0) * 1000)),
-            logVersion=lf.version, logOffset=0,
-            baseFile=fs.base_file.name if fs.base_file else "",
-            logFiles=[lf.name],
-        ))
+        stats[p].append(
+            WriteStat(
+                fileId=fid,
+                path=lf.relative_path,
+                prevCommit=str(fs.base_instant),
+                numWrites=len(upd_idx),
+                numDeletes=len(del_idx),
+                numUpdateWrites=len(upd_idx),
+                totalWriteBytes=lf.size,
+                partitionPath=p,
+                fileSizeInBytes=lf.size,
+                runtimeStats=RuntimeStats(totalUpsertTime=int((time.monotonic() - t0) * 1000)),
+                logVersion=lf.version,
+                logOffset=0,
+                baseFile=fs.base_file.name if fs.base_file else "",
+                logFiles=[lf.name],
+            )
+        )
     md = CommitMetadata(
         partition_to_write_stats=dict(stats),
         extra_metadata={"schema": json.dumps(user_avro, separators=(",", ":"))},
@@ -271,7 +302,9 @@ def _precombine(data: pa.Table, ordering_field: str | None) -> pa.Table:
     if n == 0:
         return data
     cols: dict[str, Any] = {
-        "k": data.column(RECORD_KEY), "p": data.column(PARTITION_PATH), "i": pa.array(np.arange(n)),
+        "k": data.column(RECORD_KEY),
+        "p": data.column(PARTITION_PATH),
+        "i": pa.array(np.arange(n)),
     }
     by = ["i"]
     if ordering_field and ordering_field in data.column_names:
@@ -326,7 +359,6 @@ def _ensure_partition_metadata(storage: Storage, partition: str, instant: str, d
     text = "#partition metadata\n" + text.split("\n", 1)[1]
     try:
         storage.create_if_absent(path, text.encode("latin-1"))
-    except Exception:  # noqa: BLE001 - a concurrent writer created it first: that is fine
+    except Exception:
         if not storage.exists(path):
             raise
-

@@ -85,9 +85,7 @@ def decode_container(data: bytes, *, path: str) -> tuple[dict[str, Any], dict[st
     if not data:
         raise CorruptFileError(path, "empty file, expected an Avro container file holding one record")
     if data[:4] != MAGIC:
-        raise CorruptFileError(
-            path, f"no Avro container magic: expected b'Obj\\x01', found {bytes(data[:4])!r}"
-        )
+        raise CorruptFileError(path, f"no Avro container magic: expected b'Obj\\x01', found {bytes(data[:4])!r}")
     try:
         reader = fastavro.reader(io.BytesIO(data))
         schema_bytes = reader.metadata.get("avro.schema")
@@ -100,9 +98,7 @@ def decode_container(data: bytes, *, path: str) -> tuple[dict[str, Any], dict[st
     except Exception as err:
         raise CorruptFileError(path, f"cannot decode Avro container: {type(err).__name__}: {err}") from err
     if len(records) != 1:
-        raise CorruptFileError(
-            path, f"expected exactly one record in the Avro container, found {len(records)}"
-        )
+        raise CorruptFileError(path, f"expected exactly one record in the Avro container, found {len(records)}")
     record = records[0]
     if not isinstance(record, dict):
         raise CorruptFileError(path, f"expected an Avro record, found {type(record).__name__}")

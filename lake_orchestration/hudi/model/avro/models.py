@@ -77,9 +77,7 @@ def _from_avro(value: Any, hint: Any, where: str) -> Any:
         return {k: _from_avro(v, vals, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, AvroModel):
         if not isinstance(value, dict):
-            raise SchemaError(
-                f"{where}: expected an Avro record {hint.AVRO_NAME}, found {type(value).__name__}"
-            )
+            raise SchemaError(f"{where}: expected an Avro record {hint.AVRO_NAME}, found {type(value).__name__}")
         return hint.from_avro(value)
     return value
 
@@ -140,13 +138,9 @@ class AvroModel:
             CorruptFileError: Not a one-record container, a record of another type, or unusable fields.
         """
         record, writer_schema = decode_container(data, path=path)
-        name = (
-            str(writer_schema.get("name", "")).rpartition(".")[2] if isinstance(writer_schema, dict) else ""
-        )
+        name = str(writer_schema.get("name", "")).rpartition(".")[2] if isinstance(writer_schema, dict) else ""
         if name != cls.AVRO_NAME:
-            raise CorruptFileError(
-                path, f"expected an Avro {cls.AVRO_NAME} record, the file holds {name or '?'}"
-            )
+            raise CorruptFileError(path, f"expected an Avro {cls.AVRO_NAME} record, the file holds {name or '?'}")
         try:
             return cls.from_avro(record)
         except SchemaError as err:
@@ -250,9 +244,7 @@ class CleanerPlan(AvroModel):
     """Content of ``<ts>.clean.requested`` / ``.clean.inflight`` (``HoodieCleanerPlan``)."""
 
     AVRO_NAME = "HoodieCleanerPlan"
-    earliest_instant_to_retain: ActionInstant | None = field(
-        default=None, metadata=_avro("earliestInstantToRetain")
-    )
+    earliest_instant_to_retain: ActionInstant | None = field(default=None, metadata=_avro("earliestInstantToRetain"))
     """Earliest commit to retain, None if none."""
     last_completed_commit_timestamp: str = field(default="", metadata=_avro("lastCompletedCommitTimestamp"))
     """Latest completed commit when planned."""
@@ -268,9 +260,7 @@ class CleanerPlan(AvroModel):
         default=None, metadata=_avro("filePathsToBeDeletedPerPartition")
     )
     """Files to delete per partition."""
-    partitions_to_be_deleted: tuple[str, ...] | None = field(
-        default=None, metadata=_avro("partitionsToBeDeleted")
-    )
+    partitions_to_be_deleted: tuple[str, ...] | None = field(default=None, metadata=_avro("partitionsToBeDeleted"))
     """Partitions to delete entirely."""
     extra_metadata: dict[str, str] | None = field(default=None, metadata=_avro("extraMetadata"))
     """Extra metadata."""
@@ -338,9 +328,7 @@ class RollbackRequest(AvroModel):
     """Base instant of the slice the rollback block goes to (``""`` for base-file deletions)."""
     files_to_be_deleted: tuple[str, ...] = field(default=(), metadata=_avro("filesToBeDeleted"))
     """Absolute paths (without scheme) of files to delete."""
-    log_blocks_to_be_deleted: dict[str, int] | None = field(
-        default=None, metadata=_avro("logBlocksToBeDeleted")
-    )
+    log_blocks_to_be_deleted: dict[str, int] | None = field(default=None, metadata=_avro("logBlocksToBeDeleted"))
     """Scheme-qualified log file path -> size, of logs written by the failed instant."""
 
 
@@ -351,9 +339,7 @@ class RollbackPlan(AvroModel):
     AVRO_NAME = "HoodieRollbackPlan"
     instant_to_rollback: InstantInfo | None = field(default=None, metadata=_avro("instantToRollback"))
     """The instant being rolled back."""
-    rollback_requests: tuple[RollbackRequest, ...] | None = field(
-        default=None, metadata=_avro("RollbackRequests")
-    )
+    rollback_requests: tuple[RollbackRequest, ...] | None = field(default=None, metadata=_avro("RollbackRequests"))
     """Per file group work (the Avro field name is capitalised in Hudi)."""
     version: int | None = field(default=1, metadata=_avro("version"))
     """Plan version (1)."""
@@ -533,19 +519,13 @@ class ArchivedMetaEntry(AvroModel):
     """One archived instant state (``HoodieArchivedMetaEntry``); exactly one payload field is set."""
 
     AVRO_NAME = "HoodieArchivedMetaEntry"
-    hoodie_commit_metadata: dict[str, Any] | None = field(
-        default=None, metadata=_avro("hoodieCommitMetadata")
-    )
+    hoodie_commit_metadata: dict[str, Any] | None = field(default=None, metadata=_avro("hoodieCommitMetadata"))
     """Commit/deltacommit metadata (HoodieCommitMetadata record as a dict)."""
     hoodie_clean_metadata: CleanMetadata | None = field(default=None, metadata=_avro("hoodieCleanMetadata"))
     """Completed clean."""
-    hoodie_compaction_metadata: dict[str, Any] | None = field(
-        default=None, metadata=_avro("hoodieCompactionMetadata")
-    )
+    hoodie_compaction_metadata: dict[str, Any] | None = field(default=None, metadata=_avro("hoodieCompactionMetadata"))
     """Deprecated HoodieCompactionMetadata record as a dict."""
-    hoodie_rollback_metadata: RollbackMetadata | None = field(
-        default=None, metadata=_avro("hoodieRollbackMetadata")
-    )
+    hoodie_rollback_metadata: RollbackMetadata | None = field(default=None, metadata=_avro("hoodieRollbackMetadata"))
     """Completed rollback."""
     hoodie_save_point_metadata: SavepointMetadata | None = field(
         default=None, metadata=_avro("hoodieSavePointMetadata")
@@ -557,9 +537,7 @@ class ArchivedMetaEntry(AvroModel):
     """Action name."""
     version: int | None = field(default=1, metadata=_avro("version"))
     """Entry version."""
-    hoodie_compaction_plan: CompactionPlan | None = field(
-        default=None, metadata=_avro("hoodieCompactionPlan")
-    )
+    hoodie_compaction_plan: CompactionPlan | None = field(default=None, metadata=_avro("hoodieCompactionPlan"))
     """Pending compaction/logcompaction plan."""
     hoodie_cleaner_plan: CleanerPlan | None = field(default=None, metadata=_avro("hoodieCleanerPlan"))
     """Pending clean plan."""

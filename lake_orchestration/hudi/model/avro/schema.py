@@ -193,9 +193,7 @@ def _java_field(fld: dict[str, Any], ns: str | None, seen: set[str]) -> dict[str
 def _resolve_name(avro_name: str) -> str:
     full = _full_name(avro_name, NAMESPACE)
     if full not in _definitions():
-        raise SchemaError(
-            f"No packaged Avro schema named {avro_name!r}: expected one of {sorted(_definitions())}"
-        )
+        raise SchemaError(f"No packaged Avro schema named {avro_name!r}: expected one of {sorted(_definitions())}")
     return full
 
 
