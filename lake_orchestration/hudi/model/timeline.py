@@ -42,17 +42,16 @@ class Timeline:
         unknown names are kept in ``ignored_files``.
         """
         latest: dict[tuple[str, str], Instant] = {}
-        all_files: dict[tuple[str, str], list[Instant]] = {}
         ignored: list[str] = []
         for name in names:
             suffix = name.partition(".")[2]
-            if name in _KNOWN_NON_INSTANT or not is_instant_file_suffix(suffix) or name.endswith(".crc"):
-                if name not in _KNOWN_NON_INSTANT:
-                    ignored.append(name)
+            if name in _KNOWN_NON_INSTANT or name.startswith("."):
+                continue  # hoodie.properties, Hadoop .crc side files, hidden temp files
+            if not is_instant_file_suffix(suffix):
+                ignored.append(name)
                 continue
             inst = Instant.from_file_name(name, where=where)
             key = (str(inst.time), inst.action.comparable.value)
-            all_files.setdefault(key, []).append(inst)
             cur = latest.get(key)
             if cur is None or inst.state > cur.state:
                 latest[key] = inst
