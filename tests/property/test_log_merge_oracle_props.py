@@ -3,12 +3,15 @@
 Random small histories (keys from a small pool, random ordering values, data blocks in Avro or Parquet, delete
 blocks with natural-order and typed ordering values, ``_hoodie_is_deleted`` rows) are encoded with the
 ``log.writer`` helpers, decoded with ``log_format.iter_blocks`` and merged with ``resolve_log_records`` +
-``merge_slice_batches``; the result must equal :func:`oracle`, a plain sequential fold.
+``merge_slice_batches``; the result must equal :func:`oracle`, a plain sequential fold. A second property runs the
+whole slice scan (``scan_blocks`` over several log files with failed writes, ROLLBACK command blocks and a reader
+upper bound) before the merge.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +20,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lake_orchestration.hudi.log.block_content import DeleteRecord
-from lake_orchestration.hudi.log.log_format import LogBlockType, iter_blocks
-from lake_orchestration.hudi.log.writer import avro_data_block, delete_block, parquet_data_block
+from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
+from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.log.writer import (
+    avro_data_block,
+    delete_block,
+    parquet_data_block,
+    rollback_command_block,
+)
 from lake_orchestration.hudi.merge.record_merger import MergeConfig, merge_slice_batches, resolve_log_records
+from lake_orchestration.hudi.model.file_group import LogFile
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
+from lake_orchestration.io.storage import Storage
 
-_META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+_META = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
 SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "oracle_record",
@@ -136,9 +154,11 @@ def encode_history(blocks: list[Block]) -> bytes:
     for n, b in enumerate(blocks):
         instant = f"202501010000{n:02d}000"
         if b.kind == "avro":
-            out.append(avro_data_block(_rows_table(list(b.items), instant), instant=instant, schema=SCHEMA, schema_json=SCHEMA_JSON))
+            table = _rows_table(list(b.items), instant)
+            out.append(avro_data_block(table, instant=instant, schema=SCHEMA, schema_json=SCHEMA_JSON))
         elif b.kind == "parquet":
-            out.append(parquet_data_block(_rows_table(list(b.items), instant), instant=instant, schema_json=SCHEMA_JSON))
+            table = _rows_table(list(b.items), instant)
+            out.append(parquet_data_block(table, instant=instant, schema_json=SCHEMA_JSON))
         else:
             recs = [DeleteRecord(d.key, PARTITION, d.ordering, d.wrapper) for d in b.items]
             out.append(delete_block(recs, instant=instant, schema_json=SCHEMA_JSON))
@@ -193,7 +213,7 @@ base_rows = st.lists(st.tuples(keys, ordering), unique_by=lambda t: t[0], max_si
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     base=base_rows,
     history=histories(),
@@ -262,3 +282,90 @@ def test_log_merge_long_zero_delete_is_not_natural_order_keeps_greater_record() 
     ``LongWrapper(0)`` delete of a record whose long ordering value is greater is obsolete and the record stays."""
     h = [Block("avro", (Row("k0", 3, "a"),)), Block("delete", (Delete("k0", 0, "LongWrapper"),))]
     assert _merge([], h) == oracle([], h, MergeSemantics.COMMIT_TIME_ORDERING) == {"k0": (3, "a")}
+
+
+# -- whole slice scan: failed writes, rollback blocks, several log files, the reader's upper bound ------------------
+FATES = ["ok", "ok", "failed", "rolled_back"]
+SLICE_BASE_INSTANT = "20240101000000000"
+
+
+@st.composite
+def scanned_histories(draw: st.DrawFn) -> tuple[list[tuple[Block, str]], int]:
+    """Blocks with a fate each: ``ok``, ``failed`` (instant never completed) or ``rolled_back`` (failed, then a
+    ROLLBACK command block right after it, as Hudi's rollback writes); and how many instants the reader sees."""
+    history = draw(histories())
+    fates = draw(st.lists(st.sampled_from(FATES), min_size=len(history), max_size=len(history)))
+    return list(zip(history, fates, strict=True)), draw(st.integers(0, 2 * len(history) + 1))
+
+
+def _with_instant(encoded: bytes, instant: str) -> bytes:
+    [b] = iter_blocks(encoded)
+    header = [(k, instant if k == HeaderKey.INSTANT_TIME else v) for k, v in b.header]
+    return encode_block(b.block_type, header, b.content)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=base_rows,
+    data=scanned_histories(),
+    semantics=st.sampled_from(list(MergeSemantics)),
+    files=st.integers(1, 3),
+)
+def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
+    base: list[Row], data: tuple[list[tuple[Block, str]], int], semantics: MergeSemantics, files: int
+) -> None:
+    history, visible_count = data
+    # Physical blocks in write order; every block has its own instant from one increasing clock.
+    physical: list[bytes] = []
+    instants: list[str] = []
+    block_instant: list[str] = []
+    completed = {SLICE_BASE_INSTANT}
+    for n, (block, fate) in enumerate(history):
+        instant = f"2025010100{2 * n:04d}000"
+        block_instant.append(instant)
+        physical.append(_with_instant(encode_history([block]), instant))
+        instants.append(instant)
+        if fate == "ok":
+            completed.add(instant)
+        elif fate == "rolled_back":
+            rollback_instant = f"2025010100{2 * n + 1:04d}000"
+            physical.append(rollback_command_block(instant=rollback_instant, target_instant=instant))
+            instants.append(rollback_instant)
+    latest = instants[min(visible_count, len(instants)) - 1] if visible_count else SLICE_BASE_INSTANT
+
+    # Oracle: stop at the first block after the reader's bound; keep the blocks of completed instants only.
+    kept: list[Block] = []
+    for (block, fate), instant in zip(history, block_instant, strict=True):
+        if instant > latest:
+            break
+        if fate == "ok":
+            kept.append(block)
+    expected = oracle(base, kept, semantics)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = Storage(tmp)
+        size = -(-len(physical) // files)  # contiguous split; versions 1..n keep the write order
+        log_files = []
+        for v in range(1, files + 1):
+            chunk = physical[(v - 1) * size : v * size]
+            if chunk:
+                lf = LogFile("fg-0", InstantTime(SLICE_BASE_INSTANT), v, f"{v % 2}-1-{9 - v}", partition_path=PARTITION)
+                storage.write_bytes(storage.join(PARTITION, lf.name), b"".join(chunk))
+                log_files.append(lf)
+        flt = InstantFilter(
+            latest_instant=latest,
+            completed=frozenset(completed),
+            inflight=frozenset(),
+            timeline_start=SLICE_BASE_INSTANT,
+        )
+        blocks, stats = scan_blocks(storage, list(reversed(log_files)), flt)  # the scan sorts the files itself
+        assert stats.total_corrupt_blocks == 0
+        config = MergeConfig(semantics=semantics, ordering_field="ts", key_field="_hoodie_record_key")
+        log_records = resolve_log_records(blocks, config)
+        base_table = _rows_table(base, SLICE_BASE_INSTANT)
+        batches = iter(base_table.to_batches(max_chunksize=2)) if base else None
+        parts = list(merge_slice_batches(batches, ARROW_SCHEMA if base else None, log_records, config))
+    rows = [r for t in parts for r in t.to_pylist()]
+    got = {r["_hoodie_record_key"]: (r["ts"], r["val"]) for r in rows}
+    assert len(got) == len(rows)
+    assert got == expected

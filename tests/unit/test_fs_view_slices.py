@@ -37,7 +37,9 @@ def names(slice_) -> tuple[str | None, list[str]]:  # type: ignore[no-untyped-de
 
 # -- committed / uncommitted ---------------------------------------------------------------------------------
 def test_fs_view_base_file_of_inflight_commit_hidden() -> None:
-    timeline = tl(f"{T1}.commit.requested", f"{T1}.inflight", f"{T1}.commit", f"{T2}.commit.requested", f"{T2}.inflight")
+    timeline = tl(
+        f"{T1}.commit.requested", f"{T1}.inflight", f"{T1}.commit", f"{T2}.commit.requested", f"{T2}.inflight"
+    )
     view = FileSystemView.build(timeline=timeline, listing={P: [base(FG, T1), base(FG, T2, "1-2-3")]})
     [s] = view.latest_file_slices()
     assert s.base_instant == T1
@@ -61,7 +63,15 @@ def test_fs_view_base_file_after_last_completed_instant_hidden() -> None:
 
 def test_fs_view_latest_slice_newest_committed_base_with_its_logs_sorted() -> None:
     timeline = tl(f"{T1}.commit", f"{T2}.deltacommit", f"{T3}.deltacommit")
-    listing = {P: [log(FG, T1, 2, "1-0-1"), base(FG, T1), log(FG, T1, 1), log(FG, T1, 2, "0-9-9"), ListedFile(".hoodie_partition_metadata")]}
+    listing = {
+        P: [
+            log(FG, T1, 2, "1-0-1"),
+            base(FG, T1),
+            log(FG, T1, 1),
+            log(FG, T1, 2, "0-9-9"),
+            ListedFile(".hoodie_partition_metadata"),
+        ]
+    }
     view = FileSystemView.build(timeline=timeline, listing=listing)
     [s] = view.latest_file_slices(P)
     # HoodieLogFile comparator: base instant, version, write token.

@@ -49,5 +49,5 @@ def test_storage_write_bytes_overwrites_data_file(tmp_path: Path) -> None:
 
 def test_storage_read_missing_file_raises_naming_path(tmp_path: Path) -> None:
     s = Storage(str(tmp_path))
-    with pytest.raises(StorageError, match="missing.bin"):
+    with pytest.raises(StorageError, match=r"missing\.bin"):
         s.read_bytes(s.join("missing.bin"))

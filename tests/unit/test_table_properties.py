@@ -204,7 +204,7 @@ def test_table_config_missing_table_name_raises_naming_key() -> None:
     props = _props()
     del props["hoodie.table.name"]
     del props["hoodie.table.checksum"]
-    with pytest.raises(InvalidTablePropertiesError, match="hoodie.table.name"):
+    with pytest.raises(InvalidTablePropertiesError, match=r"hoodie\.table\.name"):
         TableConfig.from_properties(props, path=PATH)
 
 

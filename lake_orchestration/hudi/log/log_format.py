@@ -178,6 +178,8 @@ def iter_blocks(data: bytes) -> Iterable[LogBlock]:
     n = len(data)
     pos = 0
     while pos < n:
+        if n - pos < 6:
+            break  # Java's readFully(6) of the next magic hits EOF: fewer than 6 stray bytes end the file
         if data[pos : pos + 6] != MAGIC:
             nxt = _next_magic(data, pos + 1)
             yield _corrupt(data, pos, pos, nxt, "no #HUDI# magic at block start")
@@ -213,7 +215,7 @@ def _check_frame(data: bytes, buf: memoryview, pos: int) -> str:
     (trailing,) = _I64.unpack_from(buf, end - 8)
     if trailing - 6 != size:
         return f"trailing length {trailing} does not match block size {size} + 6"
-    if end < n and data[end : end + 6] != MAGIC:
+    if end + 6 <= n and data[end : end + 6] != MAGIC:
         return "block is not followed by #HUDI# magic or end of file"
     return ""
 

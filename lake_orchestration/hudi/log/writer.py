@@ -48,9 +48,10 @@ def rollback_command_block(*, instant: str, target_instant: str) -> bytes:
     return encode_block(
         LogBlockType.COMMAND_BLOCK,
         [
+            # the order of the Java-written fixture (HashMap order; any order is valid)
             (HeaderKey.INSTANT_TIME, instant),
-            (HeaderKey.TARGET_INSTANT_TIME, target_instant),
             (HeaderKey.COMMAND_BLOCK_TYPE, ROLLBACK_COMMAND),
+            (HeaderKey.TARGET_INSTANT_TIME, target_instant),
         ],
         b"",
     )

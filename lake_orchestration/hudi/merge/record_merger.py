@@ -144,6 +144,11 @@ def _wrapper_of_field(schema: dict[str, Any], name: str) -> str | None:
         if f["name"] == name:
             t, _ = non_null_branch(f["type"])
             if isinstance(t, dict):
+                logical = t.get("logicalType")
+                if logical == "date":
+                    return "DateWrapper"
+                if logical == "decimal":
+                    return "DecimalWrapper"
                 t = t.get("type")
             return _AVRO_TO_WRAPPER.get(t) if isinstance(t, str) else None
     return None
@@ -162,7 +167,11 @@ def _concat(tables: list[pa.Table]) -> pa.Table | None:
 
 def _ordering_values(data: pa.Table, config: MergeConfig) -> pa.ChunkedArray | None:
     if config.ordering_field and config.ordering_field in data.column_names:
-        return data.column(config.ordering_field)
+        col = data.column(config.ordering_field)
+        if pa.types.is_timestamp(col.type) or pa.types.is_time(col.type):
+            # Java compares timestamp-micros ordering values as their raw longs (LongWrapper in delete blocks).
+            col = col.cast(pa.int64())
+        return col
     return None
 
 
@@ -246,7 +255,8 @@ def _gt(a: Any, b: Any) -> bool:
 def _keep_previous(state: tuple[str, Any, Any], d: DeleteRecord, ordering_wrapper: str | None) -> bool:
     """``processNextDeletedRecord``: keep the existing record only for a non-zero, same-type, smaller delete."""
     dv = d.ordering_value
-    if dv is None or dv == 0 or (isinstance(dv, bool) and dv is False):
+    # Java: `!deleteOrderingVal.equals(0)` -- only an Integer 0 means natural order (LongWrapper(0) does not).
+    if dv is None or (d.ordering_wrapper == "IntWrapper" and dv == 0):
         return False
     if state[0] == "delete":
         same = state[1].ordering_wrapper == d.ordering_wrapper

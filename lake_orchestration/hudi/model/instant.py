@@ -61,7 +61,13 @@ class InstantTime(str):
 
     @classmethod
     def from_datetime(cls, dt: pendulum.DateTime) -> InstantTime:
-        return cls(dt.format(INSTANT_FORMAT))
+        return cls(_format_instant(dt))
+
+
+def _format_instant(dt: pendulum.DateTime) -> str:
+    """``yyyyMMddHHmmssSSS`` with a zero-padded 4-digit year (pendulum's YYYY is not padded)."""
+    date_part = f"{dt.year:04d}{dt.month:02d}{dt.day:02d}"
+    return f"{date_part}{dt.hour:02d}{dt.minute:02d}{dt.second:02d}{dt.microsecond // 1000:03d}"
 
 
 class InstantTimeGenerator:
@@ -80,11 +86,11 @@ class InstantTimeGenerator:
     def new_instant_time(self, *, floor: str | None = None) -> InstantTime:
         with InstantTimeGenerator._lock:
             now = pendulum.now(self.tz)
-            candidate = now.format(INSTANT_FORMAT)
+            candidate = _format_instant(now)
             for lower in (InstantTimeGenerator._last, floor or ""):
                 if lower and len(lower) == 17 and candidate <= lower:
-                    candidate = (pendulum.from_format(lower, INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)).format(
-                        INSTANT_FORMAT
+                    candidate = _format_instant(
+                        pendulum.from_format(lower, INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)
                     )
             InstantTimeGenerator._last = candidate
             return InstantTime(candidate)

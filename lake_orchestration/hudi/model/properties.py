@@ -124,7 +124,8 @@ def _unescape(s: str, path: str) -> str:
             continue
         out.append(c)
         i += 1
-    return "".join(out)
+    # \u escapes may encode UTF-16 surrogate pairs (as Java writes supplementary characters): recombine them.
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _escape(s: str, *, is_key: bool) -> str:
@@ -144,6 +145,10 @@ def _escape(s: str, *, is_key: bool) -> str:
             out.append("\\r")
         elif c == "\f":
             out.append("\\f")
+        elif ord(c) > 0xFFFF:
+            # Java strings are UTF-16: a supplementary character is stored as an escaped surrogate pair.
+            cp = ord(c) - 0x10000
+            out.append(f"\\u{0xD800 + (cp >> 10):04X}\\u{0xDC00 + (cp & 0x3FF):04X}")
         elif ord(c) < 0x20 or ord(c) > 0x7E:
             out.append(f"\\u{ord(c):04X}")
         else:
