@@ -5,14 +5,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${LAKE_ORCH_VENV:-$ROOT/.venv}"
 
+py_ok() { "$1" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1; }
 PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
-  for c in python3.12 python3.11 python3.10 python3; do
-    if command -v "$c" >/dev/null 2>&1; then PY="$c"; break; fi
+  for c in python3 python3.13 python3.12 python3.11 python3.10; do
+    if command -v "$c" >/dev/null 2>&1 && py_ok "$c"; then PY="$c"; break; fi
   done
 fi
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
-  echo "error: Python 3.10 or newer is required (found: ${PY:-none}). Install python3 (>= 3.10) and retry." >&2
+if [ -z "$PY" ] || ! py_ok "$PY"; then
+  echo "error: Python 3.10 or newer (with venv) is required; found: ${PY:-none usable}. Install python3 >= 3.10 and retry." >&2
   exit 1
 fi
 
