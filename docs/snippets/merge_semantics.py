@@ -28,7 +28,7 @@ for payload in (PAYLOAD_OVERWRITE_WITH_LATEST, PAYLOAD_DEFAULT):
     write_table(path, drop, operation="upsert", options=options)  # _hoodie_is_deleted=true -> delete
     table = HudiTable(path)
     rows = read_snapshot_table(table)
-    fare = dict(zip(rows["uuid"].to_pylist(), rows["fare"].to_pylist()))[late["uuid"][0].as_py()]
+    fare = dict(zip(rows["uuid"].to_pylist(), rows["fare"].to_pylist(), strict=True))[late["uuid"][0].as_py()]
     print(table.config.merge_semantics.value, "rows:", rows.num_rows, "fare of the late key:", fare)
     assert rows.num_rows == 2
     # Commit-time ordering: the log record wins over the base file. Event-time: the greater ts wins.

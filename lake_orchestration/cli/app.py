@@ -130,9 +130,11 @@ def fsview_group() -> None:
 
 def fsview_rows(t: HudiTable, *, all_slices: bool = False) -> list[dict[str, Any]]:
     view = t.fs_view()
+    latest = {s.file_group_id: s for s in view.latest_file_slices()}
     rows = []
     for g in view.all_file_groups(include_replaced=True):
-        slices = g.slices if all_slices else g.slices[:1]
+        # the latest slice as Hudi's getLatestFileSlices shows it (a pending compaction's partial base file hidden)
+        slices = g.slices if all_slices else ([latest.get(g.id) or g.slices[0]] if g.slices else [])
         for s in slices:
             rows.append(
                 {

@@ -1,8 +1,9 @@
 """Storage over ``pyarrow.fs``: local by default, ``s3://``, ``gs://`` and ``hdfs://`` URIs with options.
 
 Every timeline file is written with :meth:`Storage.create_if_absent`, which never overwrites: on a local file
-system it uses ``O_CREAT|O_EXCL`` (atomic); on object stores it writes to a unique temporary name and then checks,
-which is the best the store offers (S3 conditional writes are not exposed by pyarrow).
+system it writes a unique temporary file with ``O_CREAT|O_EXCL`` and hard-links it to the final name (atomic, never
+overwrites); on object stores it checks for the object and then PUTs it (a PUT is atomic, the check-then-put
+window is the store's limit: S3 conditional writes are not exposed by pyarrow).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class Storage:
 
         Local: ``O_CREAT | O_EXCL`` on a temp file, then ``link`` (atomic, never overwrites, never leaves a
         partial file under the final name). Object stores: existence check, then a single PUT (object PUTs
-        are atomic; the check-then-put window is the store's limit, documented in docs/storage.md).
+        are atomic; the check-then-put window is the store's limit, documented in docs/how-to/storage.md).
         """
         self._make_parent(path)
         if self.is_local:
@@ -254,7 +255,8 @@ def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem
             port = parsed.port or 8020
             return pafs.HadoopFileSystem(host, port, **options), parsed.path.rstrip("/")
     except (TypeError, OSError) as err:
+        detail = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
         raise StorageError(
-            f"Cannot open {scheme} file system with the given storage options ({err})", path=uri
+            f"Cannot open {scheme} file system with the given storage options ({detail})", path=uri
         ) from err
     raise StorageError("Unsupported URI scheme (expected a local path, file://, s3://, gs:// or hdfs://)", path=uri)

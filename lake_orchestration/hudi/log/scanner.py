@@ -92,6 +92,10 @@ def scan_blocks(
             stack.append(block)
             continue
         instant = block.instant_time or ""
+        if not instant:
+            # Every block Hudi writes carries INSTANT_TIME; without it the block cannot be attributed to a commit.
+            stats.skipped_uncommitted_blocks += 1
+            continue
         if instant > instant_filter.latest_instant:
             break
         if block.block_type is LogBlockType.COMMAND_BLOCK:

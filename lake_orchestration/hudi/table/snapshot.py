@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter, ScanStats, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
     LogRecords,
@@ -120,6 +121,10 @@ def read_snapshot(
     COW tables and read of base-only slices return base rows; MOR slices merge their committed log blocks.
     """
     timeline = table.timeline
+    if as_of is not None and as_of not in timeline.completed_commits().times():
+        raise InstantNotFoundError(
+            table.base_uri, as_of, "--as-of must be a completed commit, deltacommit or replacecommit instant"
+        )
     latest = as_of or table.timeline.latest_completed_commit_time()
     if latest is None:
         return

@@ -75,6 +75,8 @@ class WriteOptions:
     """``hoodie.datasource.write.hive_style_partitioning``."""
     payload_class: str | None = None
     """``hoodie.compaction.payload.class``."""
+    combine_before_insert: bool = False
+    """``hoodie.combine.before.insert``: precombine duplicates for insert and bulk_insert too."""
     max_rows_per_file: int = 500_000
     """Rows per new base file (stands in for ``hoodie.parquet.max.file.size``)."""
     compression: str = "gzip"
@@ -159,14 +161,12 @@ def write_table(
         data, cfg.partition_fields, hive_style=cfg.hive_style_partitioning, url_encode=cfg.url_encode_partitioning
     )
     data = data.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
-    data = _precombine(data, cfg.ordering_field)
+    if op in (WriteOperation.UPSERT, WriteOperation.DELETE) or options.combine_before_insert:
+        data = _precombine(data, cfg.ordering_field)
 
-    instant = table.new_instant_time()
-    action = Action.DELTA_COMMIT if cfg.is_mor else Action.COMMIT
-    requested = table.create_requested(Instant(instant, action, State.REQUESTED))
     view = table.fs_view()
-    # Index: key -> (partition, file id, slice) over the latest merged slices.
-    index = _build_index(table, view) if op is not WriteOperation.BULK_INSERT else {}
+    # Index (key -> file id over the latest merged slices): only updates and deletes need it.
+    index = _build_index(table, view) if op in (WriteOperation.UPSERT, WriteOperation.DELETE) else {}
     key_list = data.column(RECORD_KEY).to_pylist()
     part_list = data.column(PARTITION_PATH).to_pylist()
     is_deleted = (
@@ -187,7 +187,12 @@ def write_table(
             inserts[p].append(i)
     slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
     if not cfg.is_mor and (updates or deletes):
-        raise NotImplementedError("Copy-on-write updates are written by the Spark writer (issue: writer)")
+        raise NotImplementedError(
+            f"{base_uri} is COPY_ON_WRITE: updates and deletes of existing keys are not supported by this writer yet"
+        )
+    instant = table.new_instant_time()
+    action = Action.DELTA_COMMIT if cfg.is_mor else Action.COMMIT
+    requested = table.create_requested(Instant(instant, action, State.REQUESTED))
 
     profile = CommitMetadata(operation_type=op.name)
     for p, idx in inserts.items():
