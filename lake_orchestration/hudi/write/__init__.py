@@ -1,5 +1,5 @@
-"""Writing Hudi v6 tables: key generation, base files, the local (in-process) writer."""
+"""Writing Hudi v6 tables: key generation, base files with Hudi's footer, file-group tasks, the commit protocol."""
 
-from lake_orchestration.hudi.write.local_writer import WriteOperation, WriteOptions, WriteResult, write_table
+from lake_orchestration.hudi.write.writer import WriteOperation, WriteOptions, WriteResult, write_table
 
 __all__ = ["WriteOperation", "WriteOptions", "WriteResult", "write_table"]

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_FIELDS
+from lake_orchestration.hudi.write.bloom_filter import bloom_footer
 from lake_orchestration.io.storage import Storage
 
 
@@ -45,6 +46,7 @@ def write_base_file(
     arrow_schema: pa.Schema,
     compression: str = "gzip",
     preserve_commit_metadata: bool = False,
+    with_bloom_filter: bool = True,
 ) -> BaseFile:
     """Write ``table`` (meta columns filled here unless preserved) as a new base file; returns its name.
 
@@ -69,10 +71,14 @@ def write_base_file(
             cols[f.name] = pa.nulls(n, f.type)
     out = pa.table(cols, schema=arrow_schema)
     meta: dict[str, str] = {}
-    if META_FIELDS[2] in out.column_names:
-        mm = java_min_max(out.column(META_FIELDS[2]).combine_chunks())
+    if META_FIELDS[2] in out.column_names and n:
+        keys = out.column(META_FIELDS[2]).combine_chunks()
+        mm = java_min_max(keys)
         if mm is not None:
             meta["hoodie_min_record_key"], meta["hoodie_max_record_key"] = mm
+        if with_bloom_filter:
+            # Java's BLOOM index fails on a base file without a filter; SIMPLE ignores it.
+            meta.update(bloom_footer(keys))
     meta["parquet.avro.schema"] = json.dumps(avro_schema, separators=(",", ":"))
     meta["writer.model.name"] = "avro"
     path = storage.join(partition_path, bf.name)

@@ -1,0 +1,506 @@
+"""Writing to a Hudi v6 table: bulk_insert, insert, upsert, delete — with the file group as the unit of work.
+
+The driver side mirrors Hudi's Spark write client: validate (or create) the table, build keys and partition
+paths, precombine the batch by the ordering field, tag records with their file group (an index over the latest
+file slices, pruned by the footer min/max keys and bloom filter), assign inserts to small file groups and then to
+new ones, and run the commit protocol: ``requested`` -> ``inflight`` (workload profile) -> the file-group tasks
+(in-process or on Spark, see :mod:`lake_orchestration.hudi.write.file_group_writer`) -> ``completed`` with Hudi's
+write stats, written last. Markers live under ``.hoodie/.temp/<instant>`` and a heartbeat under
+``.hoodie/.heartbeat/<instant>`` while the write runs; a crash leaves an inflight instant every reader ignores.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
+from lake_orchestration.hudi.log.scanner import InstantFilter
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
+from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.properties import (
+    KEY_GENERATORS,
+    TableConfig,
+    TableType,
+    new_table_properties,
+)
+from lake_orchestration.hudi.model.schema import (
+    META_FIELDS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    arrow_to_avro_schema,
+    with_meta_fields,
+)
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, FileGroupWriteContext, write_file_group
+from lake_orchestration.hudi.write.heartbeat import Heartbeat
+from lake_orchestration.hudi.write.index import tag_locations
+from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
+
+
+class WriteOperation(str, enum.Enum):
+    """Hudi's write operations (``WriteOperationType``)."""
+
+    BULK_INSERT = "bulk_insert"
+    INSERT = "insert"
+    UPSERT = "upsert"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteOptions:
+    """Table creation and write options; ``options`` takes Hudi's own keys, which win over the fields."""
+
+    table_name: str | None = None
+    """``hoodie.table.name`` (required to create a table)."""
+    table_type: TableType = TableType.MERGE_ON_READ
+    """``hoodie.table.type`` / ``hoodie.datasource.write.table.type``."""
+    record_key_fields: tuple[str, ...] = ()
+    """``hoodie.datasource.write.recordkey.field``."""
+    partition_fields: tuple[str, ...] = ()
+    """``hoodie.datasource.write.partitionpath.field``; empty = non-partitioned."""
+    precombine_field: str | None = None
+    """``hoodie.datasource.write.precombine.field``."""
+    key_generator: str | None = None
+    """``hoodie.datasource.write.keygenerator.class`` or SIMPLE/COMPLEX/NON_PARTITION."""
+    hive_style_partitioning: bool = False
+    """``hoodie.datasource.write.hive_style_partitioning``."""
+    payload_class: str | None = None
+    """``hoodie.compaction.payload.class`` (OverwriteWithLatestAvroPayload or DefaultHoodieRecordPayload)."""
+    combine_before_insert: bool = False
+    """``hoodie.combine.before.insert``: precombine duplicates for insert and bulk_insert too."""
+    max_rows_per_file: int = 1_000_000
+    """Rows per new base file; also derived from ``hoodie.parquet.max.file.size`` when set."""
+    small_file_limit: int = 104_857_600
+    """``hoodie.parquet.small.file.limit``: base files below it take inserts (0 disables)."""
+    max_file_size: int = 125_829_120
+    """``hoodie.parquet.max.file.size``: the size small files are filled up to."""
+    compression: str = "gzip"
+    """``hoodie.parquet.compression.codec``."""
+    heartbeat_interval_ms: int = 60_000
+    """``hoodie.client.heartbeat.interval_in_ms``."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Raw ``hoodie.*`` options (write config keys and table properties)."""
+
+    @classmethod
+    def from_hudi_options(cls, options: Mapping[str, str], **overrides: Any) -> WriteOptions:
+        """Build from Hudi's datasource/table keys (``hoodie.datasource.write.recordkey.field`` ...)."""
+        o = dict(options)
+
+        def get(*keys: str) -> str | None:
+            for k in keys:
+                if o.get(k):
+                    return o[k]
+            return None
+
+        def csv(v: str | None) -> tuple[str, ...]:
+            return tuple(x.strip() for x in (v or "").split(",") if x.strip())
+
+        kw: dict[str, Any] = {"options": o}
+        if v := get("hoodie.table.name", "hoodie.datasource.write.table.name"):
+            kw["table_name"] = v
+        if v := get("hoodie.datasource.write.table.type", "hoodie.table.type"):
+            kw["table_type"] = TableType(v.upper())
+        if v := get("hoodie.datasource.write.recordkey.field", "hoodie.table.recordkey.fields"):
+            kw["record_key_fields"] = csv(v)
+        if v := get("hoodie.datasource.write.partitionpath.field", "hoodie.table.partition.fields"):
+            kw["partition_fields"] = csv(v)
+        if v := get("hoodie.datasource.write.precombine.field", "hoodie.table.precombine.field"):
+            kw["precombine_field"] = v
+        if v := get("hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"):
+            kw["key_generator"] = v
+        if v := get("hoodie.datasource.write.hive_style_partitioning"):
+            kw["hive_style_partitioning"] = v.lower() == "true"
+        if v := get("hoodie.compaction.payload.class", "hoodie.datasource.write.payload.class"):
+            kw["payload_class"] = v
+        if v := get("hoodie.combine.before.insert"):
+            kw["combine_before_insert"] = v.lower() == "true"
+        if v := get("hoodie.parquet.small.file.limit"):
+            kw["small_file_limit"] = _int(v, "hoodie.parquet.small.file.limit")
+        if v := get("hoodie.parquet.max.file.size"):
+            kw["max_file_size"] = _int(v, "hoodie.parquet.max.file.size")
+        if v := get("hoodie.parquet.compression.codec"):
+            kw["compression"] = v.lower()
+        if v := get(HoodieKey.HEARTBEAT_INTERVAL_MS.key):
+            kw["heartbeat_interval_ms"] = _int(v, HoodieKey.HEARTBEAT_INTERVAL_MS.key)
+        kw.update(overrides)
+        return cls(**kw)
+
+
+def _int(v: str, key: str) -> int:
+    try:
+        return int(v)
+    except ValueError as err:
+        raise ValueError(f"Option {key}={v!r} is not an integer") from err
+
+
+@dataclass
+class WriteResult:
+    """Outcome of one write: the completed instant, its commit metadata and timings."""
+
+    instant: str
+    action: str
+    metadata: CommitMetadata
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    files_written: list[str] = field(default_factory=list)
+    index_seconds: float = 0.0
+    write_seconds: float = 0.0
+
+
+TaskRunner = Callable[[list[tuple[FileGroupWriteContext, pa.Table]]], list[WriteStat]]
+
+
+def run_tasks_locally(tasks: list[tuple[FileGroupWriteContext, pa.Table]]) -> list[WriteStat]:
+    """Run every file-group task in this process (the local engine)."""
+    out: list[WriteStat] = []
+    for ctx, records in tasks:
+        out.extend(write_file_group(records, ctx))
+    return out
+
+
+# -- table creation / validation ------------------------------------------------------------------------------------
+def _open_or_create(base_uri: str, data_schema: pa.Schema, options: WriteOptions, storage_options: Any) -> HudiTable:
+    try:
+        table = HudiTable(base_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        if not options.table_name:
+            raise ValueError(
+                f"No table at {base_uri}: a table name (hoodie.table.name) is required to create one"
+            ) from None
+        if not options.record_key_fields:
+            raise ValueError(
+                f"No table at {base_uri}: record key field(s) (hoodie.datasource.write.recordkey.field) are required"
+            ) from None
+        user = pa.schema([f for f in data_schema if f.name not in META_FIELDS])
+        avro = arrow_to_avro_schema(user, table_name=options.table_name)
+        table_props = {k: v for k, v in options.options.items() if k.startswith("hoodie.table.")}
+        props = new_table_properties(
+            name=options.table_name,
+            table_type=options.table_type,
+            record_key_fields=options.record_key_fields,
+            partition_fields=options.partition_fields,
+            precombine_field=options.precombine_field,
+            key_generator=options.key_generator,
+            hive_style_partitioning=options.hive_style_partitioning,
+            payload_class=options.payload_class,
+            create_schema=json.dumps(avro, separators=(",", ":")),
+            database_name="default",
+            extra=table_props,
+        )
+        return HudiTable.create(base_uri, props, storage_options=storage_options)
+    _validate(table, options)
+    return table
+
+
+def _validate(table: HudiTable, options: WriteOptions) -> None:
+    """Options given for an existing table must agree with its hoodie.properties."""
+    cfg = table.config
+    checks: list[tuple[str, Any, Any]] = []
+    if options.table_name is not None:
+        checks.append((HoodieKey.TABLE_NAME.key, options.table_name, cfg.name))
+    if options.record_key_fields:
+        checks.append(
+            (HoodieKey.RECORDKEY_FIELDS.key, ",".join(options.record_key_fields), ",".join(cfg.record_key_fields))
+        )
+    if options.partition_fields:
+        checks.append(
+            (HoodieKey.PARTITION_FIELDS.key, ",".join(options.partition_fields), ",".join(cfg.partition_fields))
+        )
+    if options.precombine_field:
+        checks.append((HoodieKey.PRECOMBINE_FIELD.key, options.precombine_field, cfg.precombine_field))
+    if "hoodie.datasource.write.table.type" in options.options or "hoodie.table.type" in options.options:
+        checks.append((HoodieKey.TABLE_TYPE.key, options.table_type.value, cfg.table_type.value))
+    if options.key_generator:
+        checks.append(
+            (
+                HoodieKey.KEYGENERATOR_CLASS.key,
+                KEY_GENERATORS.get(options.key_generator, options.key_generator),
+                cfg.key_generator_class,
+            )
+        )
+    for key, given, actual in checks:
+        if given != actual:
+            raise InvalidTablePropertiesError(
+                table.storage.uri(table.storage.join(".hoodie", "hoodie.properties")),
+                f"write option {key}={given!r} does not match the table's {key}={actual!r}",
+            )
+
+
+# -- the write ---------------------------------------------------------------------------------------------------
+def write_table(
+    base_uri: str,
+    data: pa.Table | Any,
+    *,
+    operation: WriteOperation | str,
+    options: WriteOptions | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    spark: Any = None,
+) -> WriteResult:
+    """Write ``data`` to the table at ``base_uri`` (created if absent) as one commit.
+
+    Args:
+        base_uri: table base path or URI.
+        data: a ``pyarrow.Table`` or a Spark DataFrame (collected to Arrow on the driver for tagging).
+        operation: bulk_insert, insert, upsert or delete (delete needs only the key and partition columns).
+        options: write/table options (:class:`WriteOptions`; Hudi keys via ``WriteOptions.from_hudi_options``).
+        storage_options: options for object stores.
+        spark: a SparkSession: run the file-group tasks on Spark (default: in-process).
+
+    Returns:
+        The completed instant with its commit metadata, counts and timings.
+
+    Raises:
+        InvalidTablePropertiesError: options disagree with the existing table's ``hoodie.properties``.
+        ValueError: missing key fields, null keys, bad option values.
+    """
+    op = WriteOperation(operation)
+    options = options or WriteOptions()
+    if not isinstance(data, pa.Table):
+        data = data.toArrow()  # a Spark DataFrame
+    table = _open_or_create(base_uri, data.schema, options, storage_options)
+    cfg = table.config
+    records = with_keys(data, cfg)
+    if op in (WriteOperation.UPSERT, WriteOperation.DELETE) or options.combine_before_insert:
+        records = precombine(records, cfg.ordering_field)
+    user_avro = _writer_schema(table, data, op)
+    full_avro = with_meta_fields(user_avro) if cfg.populate_meta_fields else user_avro
+
+    t_index = time.monotonic()
+    view = table.fs_view()
+    latest = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
+    records = _tag(table, records, op, list(latest.values()))
+    records = _assign_inserts(table, records, op, options, list(latest.values()))
+    index_seconds = time.monotonic() - t_index
+
+    instant = table.new_instant_time()
+    action = Action.DELTA_COMMIT if cfg.is_mor else Action.COMMIT
+    requested = table.create_requested(Instant(instant, action, State.REQUESTED))
+    heartbeat = Heartbeat(table.storage, str(instant), interval_ms=options.heartbeat_interval_ms).start()
+    try:
+        groups = _group(records)
+        inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
+        tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro)
+        t_write = time.monotonic()
+        if spark is not None:
+            from lake_orchestration.hudi.write.spark_tasks import run_tasks_on_spark
+
+            stats = run_tasks_on_spark(spark, tasks)
+        else:
+            stats = run_tasks_locally(tasks)
+        write_seconds = time.monotonic() - t_write
+        by_partition: dict[str, list[WriteStat]] = defaultdict(list)
+        for s in stats:
+            by_partition[s.partitionPath or ""].append(s)
+        md = CommitMetadata(
+            partition_to_write_stats=dict(by_partition),
+            extra_metadata={"schema": json.dumps(user_avro, separators=(",", ":"))},
+            operation_type=op.name,
+        )
+        table.transition_to_completed(inflight, md.to_bytes())
+    except BaseException:
+        heartbeat.stop(delete=False)  # the expiring heartbeat tells the rollback service the writer is gone
+        raise
+    table.storage.delete_dir(table.storage.join(MARKERS_DIR, str(instant)))
+    heartbeat.stop(delete=True)
+    ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False) if records.num_rows else np.array([])
+    return WriteResult(
+        instant=str(instant),
+        action=action.value,
+        metadata=md,
+        inserted=int((ops == "I").sum()),
+        updated=int((ops == "U").sum()),
+        deleted=int((ops == "D").sum()),
+        files_written=[s.path or "" for s in stats],
+        index_seconds=index_seconds,
+        write_seconds=write_seconds,
+    )
+
+
+def _writer_schema(table: HudiTable, data: pa.Table, op: WriteOperation) -> dict[str, Any]:
+    existing = table.latest_schema()
+    if op is WriteOperation.DELETE and existing is not None:
+        # A delete carries only keys: keep the table's schema for the log block header and the commit.
+        user = dict(existing)
+        user["fields"] = [f for f in existing["fields"] if f["name"] not in META_FIELDS]
+        return user
+    return arrow_to_avro_schema(
+        pa.schema([f for f in data.schema if f.name not in META_FIELDS]), table_name=table.config.name
+    )
+
+
+def _tag(table: HudiTable, records: pa.Table, op: WriteOperation, slices: Sequence[FileSlice]) -> pa.Table:
+    """Add ``__lo_op`` (I/U/D) and ``__lo_file_id`` (found location or empty)."""
+    n = records.num_rows
+    is_del = deleted_mask(records, all_deleted=op is WriteOperation.DELETE)
+    fids = np.full(n, "", dtype=object)
+    if op in (WriteOperation.UPSERT, WriteOperation.DELETE) and n and slices:
+        latest = table.timeline.latest_completed_commit_time()
+        flt = InstantFilter.from_timeline(table.timeline, latest_instant=str(latest) if latest else None)
+        parts = records.column(PARTITION_PATH).combine_chunks()
+        keys = records.column(RECORD_KEY).combine_chunks()
+        incoming = {p: pc.unique(keys.filter(pc.equal(parts, p))) for p in pc.unique(parts).to_pylist()}
+        found = tag_locations(table.storage, slices, flt, incoming)
+        if found.num_rows:
+            probe = pc.binary_join_element_wise(found.column("p"), found.column("k"), "\x00")
+            mine = pc.binary_join_element_wise(parts, keys, "\x00")
+            pos = pc.fill_null(pc.index_in(mine, value_set=probe), -1).to_numpy(zero_copy_only=False)
+            hit = pos >= 0
+            fids[hit] = np.asarray(found.column("f").to_pylist(), dtype=object)[pos[hit]]
+    located = fids != ""
+    ops = np.where(located, np.where(is_del, "D", "U"), "I")
+    keep = located | ~is_del  # deletes of unknown keys are dropped
+    out = records.append_column(OP_COLUMN, pa.array(ops, pa.string())).append_column(
+        FILE_ID_COLUMN, pa.array(fids.tolist(), pa.string())
+    )
+    return out.filter(pa.array(keep)) if not keep.all() else out
+
+
+def _assign_inserts(
+    table: HudiTable, records: pa.Table, op: WriteOperation, options: WriteOptions, slices: Sequence[FileSlice]
+) -> pa.Table:
+    """Give every insert a file id: small file groups first (``UpsertPartitioner``), then new file groups."""
+    if records.num_rows == 0:
+        return records
+    ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False)
+    fids = np.asarray(records.column(FILE_ID_COLUMN).to_pylist(), dtype=object)
+    parts = np.asarray(records.column(PARTITION_PATH).to_pylist(), dtype=object)
+    ins = np.nonzero(ops == "I")[0]
+    if not len(ins):
+        return records
+    by_part: dict[str, list[int]] = defaultdict(list)
+    for i in ins:
+        by_part[parts[i]].append(int(i))
+    small = _small_files(table, slices, options) if op is not WriteOperation.BULK_INSERT else {}
+    for p, idx in by_part.items():
+        pos = 0
+        for fid, capacity in small.get(p, []):
+            take = idx[pos : pos + capacity]
+            fids[take] = fid
+            pos += len(take)
+            if pos >= len(idx):
+                break
+        rest = idx[pos:]
+        if rest:
+            n_groups = math.ceil(len(rest) / options.max_rows_per_file)
+            keys = records.column(RECORD_KEY).take(pa.array(rest)).to_pylist()
+            order = np.argsort(np.asarray(keys, dtype=object), kind="stable")  # bulk_insert sorts by key
+            for g in range(n_groups):
+                fid = new_file_id()
+                fids[np.asarray(rest)[order[g * options.max_rows_per_file : (g + 1) * options.max_rows_per_file]]] = fid
+    return records.set_column(
+        records.schema.get_field_index(FILE_ID_COLUMN), FILE_ID_COLUMN, pa.array(fids.tolist(), pa.string())
+    )
+
+
+def _small_files(
+    table: HudiTable, slices: Sequence[FileSlice], options: WriteOptions
+) -> dict[str, list[tuple[str, int]]]:
+    """Partition -> [(file id, rows it can still take)] for base files below ``hoodie.parquet.small.file.limit``.
+
+    On MERGE_ON_READ only slices without log files count (Hudi, when the index cannot index log files); their
+    inserts go to a log file of the group.
+    """
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    if options.small_file_limit <= 0:
+        return out
+    for s in slices:
+        bf = s.base_file
+        if bf is None or bf.size >= options.small_file_limit or (table.config.is_mor and s.log_files):
+            continue
+        rows = pq.read_metadata(table.storage.open_input_file(table.storage.join(bf.relative_path))).num_rows
+        if rows <= 0:
+            continue
+        avg = max(bf.size / rows, 1.0)
+        capacity = min(int((options.max_file_size - bf.size) / avg), options.max_rows_per_file - rows)
+        if capacity > 0:
+            out[s.partition_path].append((s.file_id, capacity))
+    return out
+
+
+def _group(records: pa.Table) -> dict[tuple[str, str], pa.Table]:
+    if records.num_rows == 0:
+        return {}
+    parts = records.column(PARTITION_PATH).to_pylist()
+    fids = records.column(FILE_ID_COLUMN).to_pylist()
+    idx: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, key in enumerate(zip(parts, fids, strict=True)):
+        idx[key].append(i)
+    return {k: records.take(pa.array(v)) for k, v in sorted(idx.items())}
+
+
+def _workload_profile(
+    op: WriteOperation, groups: Mapping[tuple[str, str], pa.Table], latest: Mapping[tuple[str, str], FileSlice]
+) -> CommitMetadata:
+    """The inflight file's content: inserts per partition, updates per existing file group."""
+    profile = CommitMetadata(operation_type=op.name)
+    inserts: dict[str, int] = defaultdict(int)
+    for (p, fid), t in groups.items():
+        ops = t.column(OP_COLUMN).to_numpy(zero_copy_only=False)
+        if (p, fid) in latest:
+            profile.partition_to_write_stats.setdefault(p, []).append(
+                WriteStat(
+                    fileId=fid, prevCommit=str(latest[(p, fid)].base_instant), numUpdateWrites=int((ops != "I").sum())
+                )
+            )
+        else:
+            inserts[p] += t.num_rows
+    for p, n in inserts.items():
+        profile.partition_to_write_stats.setdefault(p, []).insert(0, WriteStat(numInserts=n))
+    return profile
+
+
+def _tasks(
+    table: HudiTable,
+    cfg: TableConfig,
+    groups: Mapping[tuple[str, str], pa.Table],
+    latest: Mapping[tuple[str, str], FileSlice],
+    instant: str,
+    op: WriteOperation,
+    options: WriteOptions,
+    full_avro: dict[str, Any],
+) -> list[tuple[FileGroupWriteContext, pa.Table]]:
+    schema_json = json.dumps(full_avro, separators=(",", ":"))
+    base = FileGroupWriteContext(
+        base_uri=table.base_uri,
+        storage_options=table.storage.options,
+        instant=instant,
+        is_mor=cfg.is_mor,
+        partition_path="",
+        file_id="",
+        avro_schema_json=schema_json,
+        ordering_field=cfg.ordering_field,
+        merge_semantics=cfg.merge_semantics.value,
+        operation=op.name,
+        compression=options.compression,
+        max_rows_per_file=options.max_rows_per_file,
+        partition_depth=len(cfg.partition_fields),
+    )
+    out = []
+    for n, ((p, fid), recs) in enumerate(groups.items()):
+        s = latest.get((p, fid))
+        ctx = replace(
+            base,
+            partition_path=p,
+            file_id=fid,
+            base_instant=str(s.base_instant) if s is not None else None,
+            base_file_name=s.base_file.name if s is not None and s.base_file is not None else None,
+            task_partition_id=n,
+            attempt_id=n,
+        )
+        out.append((ctx, recs))
+    return out
