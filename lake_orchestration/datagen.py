@@ -75,3 +75,14 @@ def pick_deletes(base: pa.Table, *, fraction: float, seed: int = 11) -> pa.Table
     n = round(base.num_rows * fraction)
     idx = np.sort(rng.choice(base.num_rows, size=n, replace=False)) if n else np.array([], dtype=np.int64)
     return base.take(pa.array(idx, pa.int64()))
+
+
+def with_delete_flags(parts: list[pa.Table], *, deleted_index: int | None) -> pa.Table:
+    """Concatenate row sets, adding ``_hoodie_is_deleted`` (true for the set at ``deleted_index``)."""
+    if deleted_index is None:
+        return pa.concat_tables(parts)
+    flagged = [
+        t.append_column("_hoodie_is_deleted", pa.array([i == deleted_index] * t.num_rows, pa.bool_()))
+        for i, t in enumerate(parts)
+    ]
+    return pa.concat_tables(flagged)

@@ -60,3 +60,40 @@ def test_cli_missing_table_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert len(lines) == 1
     assert "No Hudi table at" in lines[0] and "hoodie.properties" in lines[0]
+
+
+def test_generate_then_write_cli_upsert_with_deletes_matches_hudi_rs(tmp_path: Path) -> None:
+    from tests.oracle import hudi_rs_snapshot
+
+    runner = CliRunner()
+    g1, g2, table = tmp_path / "g1.parquet", tmp_path / "g2.parquet", tmp_path / "t"
+    assert runner.invoke(cli, ["generate", str(g1), "--rows", "300", "--seed", "1"]).exit_code == 0
+    r = runner.invoke(cli, ["write", str(table), "--input", str(g1), "--operation", "bulk_insert", "--table-name", "t",
+                            "--table-type", "COPY_ON_WRITE", "--record-key", "uuid", "--precombine-field", "ts",
+                            "--partition-field", "city", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["inserted"] == 300
+    r = runner.invoke(cli, ["generate", str(g2), "--from", str(g1), "--update-fraction", "0.2",
+                            "--delete-fraction", "0.1", "--rows", "10", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    import pyarrow.parquet as pq
+
+    changes = pq.read_table(g2).to_pylist()
+    r = runner.invoke(cli, ["write", str(table), "--input", str(g2), "--json"])
+    assert r.exit_code == 0, r.output
+    expected = {row["uuid"]: row["fare"] for row in pq.read_table(g1).to_pylist()}
+    for row in sorted(changes, key=lambda x: x["ts"]):  # precombine: greatest ts wins per key
+        if row["_hoodie_is_deleted"]:
+            expected.pop(row["uuid"], None)
+        else:
+            expected[row["uuid"]] = row["fare"]
+    got = hudi_rs_snapshot(table)
+    assert dict(zip(got.column("uuid").to_pylist(), got.column("fare").to_pylist(), strict=True)) == expected
+
+
+def test_write_cli_bad_option_one_line_error(tmp_path: Path) -> None:
+    g = tmp_path / "g.parquet"
+    CliRunner().invoke(cli, ["generate", str(g), "--rows", "5"])
+    r = CliRunner().invoke(cli, ["write", str(tmp_path / "t"), "--input", str(g), "--option", "nonsense"])
+    assert r.exit_code == 1
+    assert "expected key=value" in r.output
