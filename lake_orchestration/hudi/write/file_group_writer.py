@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.log.block_content import DeleteRecord, wrapper_for
 from lake_orchestration.hudi.log.writer import avro_data_block, delete_block, write_log_file
+from lake_orchestration.hudi.merge.record_merger import conform
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import (
     PARTITION_METAFILE_PREFIX,
@@ -246,7 +247,7 @@ def _merge(
     t0 = time.monotonic()
     old_path = storage.join(ctx.partition_path, str(ctx.base_file_name))
     old = pq.read_table(storage.open_input_file(old_path))
-    old = pa.Table.from_arrays([_col(old, f) for f in schema], schema=schema)
+    old = conform(old, schema)
     incoming_keys = data.column(RECORD_KEY).combine_chunks()
     pos = pc.fill_null(pc.index_in(old.column(RECORD_KEY), value_set=incoming_keys), -1).to_numpy(zero_copy_only=False)
     hit = pos >= 0
@@ -269,7 +270,7 @@ def _merge(
     inserts = np.nonzero((~matched) & (ops == "I"))[0]
     kept = old.filter(pa.array(keep_old))
     new_rows = data.take(pa.array(np.concatenate([take_new, inserts]).astype(np.int64)))
-    new_rows = pa.Table.from_arrays([_col(new_rows, f) for f in schema], schema=schema)
+    new_rows = conform(new_rows, schema)
     new_rows = new_rows.set_column(
         schema.get_field_index(COMMIT_TIME), COMMIT_TIME, pa.array([ctx.instant] * new_rows.num_rows, pa.string())
     )
@@ -307,10 +308,3 @@ def _merge(
         fileSizeInBytes=bf.size,
         runtimeStats=RuntimeStats(totalUpsertTime=int((time.monotonic() - t0) * 1000)),
     )
-
-
-def _col(t: pa.Table, f: pa.Field) -> pa.ChunkedArray | pa.Array:
-    if f.name in t.column_names:
-        c = t.column(f.name)
-        return c.cast(f.type) if c.type != f.type else c
-    return pa.nulls(t.num_rows, f.type)
