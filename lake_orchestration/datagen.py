@@ -36,8 +36,8 @@ def generate_trips(rows: int, *, partitions: int = 3, seed: int = 42, ts_offset:
     if not 1 <= partitions <= len(CITIES):
         raise ValueError(f"partitions must be 1..{len(CITIES)}, got {partitions}")
     rng = np.random.default_rng(seed)
-    uu = uuid.UUID(int=int(rng.integers(0, 2**63)))
-    keys = [str(uuid.UUID(int=(uu.int + i * 0x9E3779B97F4A7C15) % (1 << 128), version=4)) for i in range(rows)]
+    raw = rng.bytes(16 * rows)  # random version-4 UUIDs: distinct seeds give distinct keys
+    keys = [str(uuid.UUID(bytes=raw[16 * i : 16 * i + 16], version=4)) for i in range(rows)]
     return pa.table(
         {
             "uuid": pa.array(keys, pa.string()),

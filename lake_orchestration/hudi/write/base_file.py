@@ -1,4 +1,10 @@
-"""Parquet base files with Hudi's meta columns and footer (reference/hudi/base-file.md §1, §4.4)."""
+"""Parquet base files with Hudi's meta columns and footer (reference/hudi/base-file.md §1, §4.4).
+
+:class:`BaseFileWriter` streams batches into one base file (bounded memory: the bloom filter and min/max keys are
+accumulated as rows arrive) and writes the footer Java Hudi expects: ``org.apache.hudi.bloomfilter`` (DYNAMIC_V0),
+``hoodie_bloom_filter_type_code``, ``hoodie_min_record_key``/``hoodie_max_record_key`` (Java string order),
+``parquet.avro.schema`` and ``writer.model.name``.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,8 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.model.instant import InstantTime
-from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_FIELDS
-from lake_orchestration.hudi.write.bloom_filter import bloom_footer
+from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, RECORD_KEY
+from lake_orchestration.hudi.write.bloom_filter import HoodieBloomFilter
 from lake_orchestration.io.storage import Storage
 
 
@@ -23,15 +29,125 @@ def seqnos(instant: str, task_partition_id: int, n: int, start: int = 0) -> pa.A
     return pc.binary_join_element_wise(f"{instant}_{task_partition_id}_", idx, "")
 
 
+def _java_key(k: str) -> bytes:
+    return k.encode("utf-16-be")
+
+
 def java_min_max(keys: pa.Array) -> tuple[str, str] | None:
     """Min and max record key in Java ``String.compareTo`` (UTF-16 code unit) order."""
     vals = [k for k in keys.to_pylist() if k is not None]
     if not vals:
         return None
-    if all(k.isascii() for k in (min(vals), max(vals))) and all(v.isascii() for v in vals):
+    if all(v.isascii() for v in vals):
         return min(vals), max(vals)
-    ordered = sorted(vals, key=lambda k: k.encode("utf-16-be"))
-    return ordered[0], ordered[-1]
+    return min(vals, key=_java_key), max(vals, key=_java_key)
+
+
+class BaseFileWriter:
+    """Writes one base file ``{fileId}_{writeToken}_{instant}.parquet`` batch by batch.
+
+    Args:
+        storage: the table's storage.
+        partition_path: relative partition path.
+        file_id, write_token, instant: the name parts.
+        avro_schema: writer schema with meta fields (``parquet.avro.schema``).
+        arrow_schema: the exact Arrow schema written (meta fields first).
+        preserve_commit_metadata: keep incoming ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (compaction,
+            copy-on-write merges); otherwise they are set to ``instant`` and a new sequence number.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        partition_path: str,
+        file_id: str,
+        write_token: str,
+        instant: str,
+        avro_schema: dict[str, Any],
+        arrow_schema: pa.Schema,
+        compression: str = "gzip",
+        preserve_commit_metadata: bool = False,
+        with_bloom_filter: bool = True,
+    ) -> None:
+        self.storage = storage
+        self.base_file = BaseFile(file_id, write_token, InstantTime(instant), ".parquet", partition_path=partition_path)
+        self.instant = instant
+        self.task = int(write_token.split("-")[0])
+        self.schema = arrow_schema
+        self.avro_schema = avro_schema
+        self.preserve = preserve_commit_metadata
+        self.rows = 0
+        self._min: str | None = None
+        self._max: str | None = None
+        self._bloom = HoodieBloomFilter.create() if with_bloom_filter and RECORD_KEY in arrow_schema.names else None
+        self.path = storage.join(partition_path, self.base_file.name)
+        self._sink = storage.open_output_stream(self.path)
+        self._writer = pq.ParquetWriter(
+            self._sink,
+            arrow_schema,
+            compression=compression,
+            version="1.0",
+            data_page_version="1.0",
+            use_dictionary=True,
+            write_statistics=True,
+            use_compliant_nested_type=True,
+            store_schema=False,
+        )
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Append rows (user columns, plus meta columns when preserved)."""
+        n = table.num_rows
+        if n == 0:
+            return
+        cols: dict[str, Any] = {}
+        names = table.schema.names
+        for f in self.schema:
+            if f.name == FILE_NAME:
+                cols[f.name] = pa.array([self.base_file.name] * n, pa.string())
+            elif f.name in (COMMIT_TIME, COMMIT_SEQNO) and not (self.preserve and f.name in names):
+                cols[f.name] = (
+                    pa.array([self.instant] * n, pa.string())
+                    if f.name == COMMIT_TIME
+                    else seqnos(self.instant, self.task, n, self.rows)
+                )
+            elif f.name in names:
+                col = table.column(f.name)
+                cols[f.name] = col.cast(f.type) if col.type != f.type else col
+            else:
+                cols[f.name] = pa.nulls(n, f.type)
+        out = pa.table(cols, schema=self.schema)
+        if RECORD_KEY in out.column_names:
+            keys = out.column(RECORD_KEY).combine_chunks()
+            mm = java_min_max(keys)
+            if mm is not None:
+                lo, hi = mm
+                if self._min is None or _java_key(lo) < _java_key(self._min):
+                    self._min = lo
+                if self._max is None or _java_key(hi) > _java_key(self._max):
+                    self._max = hi
+            if self._bloom is not None:
+                self._bloom.add_all(keys)
+        self._writer.write_table(out, row_group_size=max(1, min(n, 1_000_000)))
+        self.rows += n
+
+    def close(self) -> BaseFile:
+        """Write the footer, close the file and return it with its size."""
+        meta: dict[str, str] = {}
+        if self._min is not None and self._max is not None:
+            meta["hoodie_min_record_key"], meta["hoodie_max_record_key"] = self._min, self._max
+            if self._bloom is not None:
+                # Java's BLOOM index fails on a base file without a filter; SIMPLE ignores it.
+                meta.update(self._bloom.footer())
+        meta["parquet.avro.schema"] = json.dumps(self.avro_schema, separators=(",", ":"))
+        meta["writer.model.name"] = "avro"
+        self._writer.add_key_value_metadata(meta)
+        self._writer.close()
+        self._sink.close()
+        bf = self.base_file
+        return BaseFile(
+            bf.file_id, bf.write_token, bf.instant, ".parquet", self.storage.size(self.path), bf.partition_path
+        )
 
 
 def write_base_file(
@@ -48,53 +164,18 @@ def write_base_file(
     preserve_commit_metadata: bool = False,
     with_bloom_filter: bool = True,
 ) -> BaseFile:
-    """Write ``table`` (meta columns filled here unless preserved) as a new base file; returns its name.
-
-    Args:
-        table: rows with the user columns and, when ``preserve_commit_metadata``, their meta columns.
-        avro_schema: writer schema with meta fields (goes to ``parquet.avro.schema``).
-        arrow_schema: the exact Arrow schema to write (meta fields first).
-    """
-    bf = BaseFile(file_id, write_token, InstantTime(instant), ".parquet", partition_path=partition_path)
-    n = table.num_rows
-    task = int(write_token.split("-")[0])
-    cols: dict[str, Any] = {}
-    for f in arrow_schema:
-        if f.name == FILE_NAME:
-            cols[f.name] = pa.array([bf.name] * n, pa.string())
-        elif f.name in (COMMIT_TIME, COMMIT_SEQNO) and not (preserve_commit_metadata and f.name in table.column_names):
-            cols[f.name] = pa.array([instant] * n, pa.string()) if f.name == COMMIT_TIME else seqnos(instant, task, n)
-        elif f.name in table.column_names:
-            col = table.column(f.name)
-            cols[f.name] = col.cast(f.type) if col.type != f.type else col
-        else:
-            cols[f.name] = pa.nulls(n, f.type)
-    out = pa.table(cols, schema=arrow_schema)
-    meta: dict[str, str] = {}
-    if META_FIELDS[2] in out.column_names and n:
-        keys = out.column(META_FIELDS[2]).combine_chunks()
-        mm = java_min_max(keys)
-        if mm is not None:
-            meta["hoodie_min_record_key"], meta["hoodie_max_record_key"] = mm
-        if with_bloom_filter:
-            # Java's BLOOM index fails on a base file without a filter; SIMPLE ignores it.
-            meta.update(bloom_footer(keys))
-    meta["parquet.avro.schema"] = json.dumps(avro_schema, separators=(",", ":"))
-    meta["writer.model.name"] = "avro"
-    path = storage.join(partition_path, bf.name)
-    with storage.open_output_stream(path) as sink:
-        writer = pq.ParquetWriter(
-            sink,
-            arrow_schema,
-            compression=compression,
-            version="1.0",
-            data_page_version="1.0",
-            use_dictionary=True,
-            write_statistics=True,
-            use_compliant_nested_type=True,
-            store_schema=False,
-        )
-        writer.write_table(out, row_group_size=max(1, min(n, 1_000_000)))
-        writer.add_key_value_metadata(meta)
-        writer.close()
-    return BaseFile(file_id, write_token, InstantTime(instant), ".parquet", storage.size(path), partition_path)
+    """Write ``table`` as one new base file (see :class:`BaseFileWriter`)."""
+    w = BaseFileWriter(
+        storage,
+        partition_path=partition_path,
+        file_id=file_id,
+        write_token=write_token,
+        instant=instant,
+        avro_schema=avro_schema,
+        arrow_schema=arrow_schema,
+        compression=compression,
+        preserve_commit_metadata=preserve_commit_metadata,
+        with_bloom_filter=with_bloom_filter,
+    )
+    w.write(table)
+    return w.close()

@@ -283,7 +283,11 @@ def write_table(
     t_index = time.monotonic()
     view = table.fs_view()
     latest = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
-    records = _tag(table, records, op, list(latest.values()))
+    # Look keys up in the merged slices: a group under pending compaction keeps its keys in the previous slice
+    # (the new slice at the compaction instant is empty until the compaction commits).
+    last_commit = table.timeline.latest_completed_commit_time()
+    lookup = view.latest_merged_file_slices_before_or_on(str(last_commit)) if last_commit else []
+    records = _tag(table, records, op, lookup)
     records = _assign_inserts(table, records, op, options, list(latest.values()))
     index_seconds = time.monotonic() - t_index
 

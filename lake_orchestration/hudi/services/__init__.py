@@ -1,0 +1,1 @@
+"""Table services: each is plan -> execute -> commit, resumable from the timeline alone."""

@@ -1,0 +1,174 @@
+"""Compaction (MERGE_ON_READ): schedule-plan -> execute-plan -> commit, as Hudi 0.14/0.15 does it.
+
+``schedule_compaction`` writes ``<instant>.compaction.requested``; ``run_compaction`` picks pending plans
+(``--instant-time``, or ``--seq FIFO|LIFO`` with ``--max-plans``), rolls back a crashed attempt (inflight) first,
+moves the plan to inflight, executes one task per operation (in-process or on Spark) and commits ``<instant>.commit``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from lake_orchestration.errors import InstantNotFoundError, PlanError
+from lake_orchestration.hudi.log.scanner import InstantFilter
+from lake_orchestration.hudi.model.avro import CompactionPlan
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.schema import with_meta_fields
+from lake_orchestration.hudi.services.compaction.committer import commit_compaction, compaction_commit_metadata
+from lake_orchestration.hudi.services.compaction.config import (
+    CompactionConfig,
+    CompactionStrategyName,
+    TriggerStrategy,
+)
+from lake_orchestration.hudi.services.compaction.executor import OperationTask, run_operations
+from lake_orchestration.hudi.services.compaction.planner import ScheduleResult, schedule_compaction
+from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.snapshot import merge_config_for
+
+__all__ = [
+    "CompactionConfig",
+    "CompactionResult",
+    "CompactionStrategyName",
+    "ScheduleResult",
+    "TriggerStrategy",
+    "execute_compaction",
+    "pending_compaction_instants",
+    "run_compaction",
+    "schedule_compaction",
+]
+
+
+@dataclass
+class CompactionResult:
+    """One executed and committed compaction plan."""
+
+    instant: str
+    operations: int
+    stats: list[WriteStat]
+    metadata: CommitMetadata
+    rolled_back_attempt: str | None = None
+    seconds: float = 0.0
+    rows_written: int = field(init=False)
+    bytes_written: int = field(init=False)
+    log_records: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rows_written = sum(s.numWrites for s in self.stats)
+        self.bytes_written = sum(s.totalWriteBytes for s in self.stats)
+        self.log_records = sum(s.totalLogRecords for s in self.stats)
+
+
+def pending_compaction_instants(table: HudiTable) -> list[Instant]:
+    """Pending compaction instants (requested or inflight), oldest first."""
+    return list(table.refresh().timeline.pending_compactions())
+
+
+def load_plan(table: HudiTable, instant: str) -> CompactionPlan:
+    req = Instant(table.timeline.get(instant, Action.COMPACTION).time, Action.COMPACTION, State.REQUESTED)  # type: ignore[union-attr]
+    return CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+
+
+def compaction_tasks(
+    table: HudiTable, instant: str, cfg: CompactionConfig, *, plan: CompactionPlan | None = None
+) -> tuple[list[OperationTask], dict]:
+    """The per-operation tasks of plan ``instant`` and the writer schema (with meta fields) they write."""
+    plan = plan or load_plan(table, instant)
+    schema = table.latest_schema()
+    if schema is None:
+        raise PlanError(f"No writer schema found on the timeline of {table.base_uri}")
+    schema = with_meta_fields(schema) if table.config.populate_meta_fields else schema
+    tl = table.refresh().timeline
+    # Hudi's compactor reads logs up to the last completed commit/deltacommit/rollback.
+    last = (
+        tl.completed()
+        .filter(lambda i: i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.ROLLBACK, Action.REPLACE_COMMIT))
+        .last
+    )
+    flt = InstantFilter.from_timeline(tl, latest_instant=str(last.time) if last else instant)
+    mcfg = merge_config_for(table)
+    common = {
+        "base_uri": table.base_uri,
+        "storage_options": table.storage.options,
+        "instant": instant,
+        "latest_instant": flt.latest_instant,
+        "completed": sorted(flt.completed),
+        "inflight": sorted(flt.inflight),
+        "timeline_start": flt.timeline_start,
+        "merge_semantics": mcfg.semantics.value,
+        "ordering_field": mcfg.ordering_field,
+        "key_field": mcfg.key_field,
+        "avro_schema_json": json.dumps(schema, separators=(",", ":")),
+        "compression": cfg.compression,
+        "memory_max_bytes": cfg.memory_max_bytes,
+    }
+    return [OperationTask.for_operation(op, n, **common) for n, op in enumerate(plan.operations or ())], schema
+
+
+def execute_compaction(
+    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, spark: object = None
+) -> CompactionResult:
+    """Execute and commit the pending plan ``instant`` (rolling back a previous inflight attempt first)."""
+    cfg = config or CompactionConfig()
+    t0 = time.monotonic()
+    table.refresh()
+    pending = table.timeline.get(instant, Action.COMPACTION)
+    if pending is None or pending.action is not Action.COMPACTION:
+        done = table.timeline.get(instant, Action.COMMIT)
+        detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
+        raise InstantNotFoundError(table.base_uri, instant, detail)
+    rolled_back = None
+    if pending.state is State.INFLIGHT:
+        rb = rollback_inflight_compaction(table, instant)
+        rolled_back = str(rb.time) if rb is not None else None
+    plan = load_plan(table, instant)
+    table.transition_to_inflight(Instant(pending.time, Action.COMPACTION, State.REQUESTED))
+    tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
+    stats = run_operations(tasks, spark=spark)
+    md = compaction_commit_metadata(stats, plan, schema)
+    commit_compaction(table, str(instant), md)
+    return CompactionResult(
+        instant=str(instant),
+        operations=len(tasks),
+        stats=stats,
+        metadata=md,
+        rolled_back_attempt=rolled_back,
+        seconds=time.monotonic() - t0,
+    )
+
+
+def run_compaction(
+    table: HudiTable,
+    *,
+    instant_time: str | None = None,
+    seq: str = "FIFO",
+    max_plans: int = 1,
+    schedule: bool = False,
+    config: CompactionConfig | None = None,
+    spark: object = None,
+) -> list[CompactionResult]:
+    """Run pending compaction plans like Hudi's offline compactor (``HoodieCompactor``).
+
+    Args:
+        instant_time: run exactly this plan (``--instant-time``).
+        seq: ``FIFO`` (oldest plan first) or ``LIFO`` (``--seq``).
+        max_plans: at most this many plans (``--max-plans``).
+        schedule: schedule a plan first (``--schedule``; the trigger strategy still applies).
+        spark: a SparkSession to run the operations on (default: in-process).
+    """
+    cfg = config or CompactionConfig()
+    if seq.upper() not in ("FIFO", "LIFO"):
+        raise ValueError(f"--seq {seq!r}: expected FIFO or LIFO")
+    if schedule:
+        schedule_compaction(table, config=cfg)
+    if instant_time is not None:
+        targets = [instant_time]
+    else:
+        pending = [str(i.time) for i in pending_compaction_instants(table)]
+        if seq.upper() == "LIFO":
+            pending.reverse()
+        targets = pending[: max(0, max_plans)]
+    return [execute_compaction(table, t, config=cfg, spark=spark) for t in targets]

@@ -1,0 +1,118 @@
+"""Compaction options, under Hudi's key names (``hoodie.compact.*``, ``hoodie.compaction.*``)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from lake_orchestration.errors import PlanError
+
+
+class TriggerStrategy(str, enum.Enum):
+    """``hoodie.compact.inline.trigger.strategy``."""
+
+    NUM_COMMITS = "NUM_COMMITS"
+    NUM_COMMITS_AFTER_LAST_REQUEST = "NUM_COMMITS_AFTER_LAST_REQUEST"
+    TIME_ELAPSED = "TIME_ELAPSED"
+    NUM_AND_TIME = "NUM_AND_TIME"
+    NUM_OR_TIME = "NUM_OR_TIME"
+
+
+class CompactionStrategyName(str, enum.Enum):
+    """``hoodie.compaction.strategy`` (short names of ``org.apache.hudi.table.action.compact.strategy.*``)."""
+
+    LOG_FILE_SIZE_BASED = "LogFileSizeBasedCompactionStrategy"
+    LOG_FILE_NUM_BASED = "LogFileNumBasedCompactionStrategy"
+    BOUNDED_IO = "BoundedIOCompactionStrategy"
+    DAY_BASED = "DayBasedCompactionStrategy"
+    BOUNDED_PARTITION_AWARE = "BoundedPartitionAwareCompactionStrategy"
+    UNBOUNDED = "UnBoundedCompactionStrategy"
+
+    @classmethod
+    def parse(cls, value: str) -> CompactionStrategyName:
+        short = value.rsplit(".", 1)[-1]
+        for m in cls:
+            if m.value.lower() == short.lower() or m.name.lower() == short.lower():
+                return m
+        raise PlanError(
+            f"Unknown hoodie.compaction.strategy {value!r}: expected one of {', '.join(m.value for m in cls)}"
+        )
+
+
+_KEYS = {
+    "trigger_strategy": "hoodie.compact.inline.trigger.strategy",
+    "max_delta_commits": "hoodie.compact.inline.max.delta.commits",
+    "max_delta_seconds": "hoodie.compact.inline.max.delta.seconds",
+    "strategy": "hoodie.compaction.strategy",
+    "target_io_mb": "hoodie.compaction.target.io",
+    "logfile_size_threshold": "hoodie.compaction.logfile.size.threshold",
+    "logfile_num_threshold": "hoodie.compaction.logfile.num.threshold",
+    "daybased_target_partitions": "hoodie.compaction.daybased.target.partitions",
+    "max_file_size": "hoodie.parquet.max.file.size",
+    "memory_max_bytes": "hoodie.memory.compaction.max.size",
+    "compression": "hoodie.parquet.compression.codec",
+    "log_compaction_blocks_threshold": "hoodie.log.compaction.blocks.threshold",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionConfig:
+    """Compaction settings (defaults of Hudi 0.14/0.15)."""
+
+    trigger_strategy: TriggerStrategy = TriggerStrategy.NUM_COMMITS
+    """``hoodie.compact.inline.trigger.strategy``."""
+    max_delta_commits: int = 5
+    """``hoodie.compact.inline.max.delta.commits``."""
+    max_delta_seconds: int = 3600
+    """``hoodie.compact.inline.max.delta.seconds``."""
+    strategy: CompactionStrategyName = CompactionStrategyName.LOG_FILE_SIZE_BASED
+    """``hoodie.compaction.strategy``."""
+    target_io_mb: int = 512_000
+    """``hoodie.compaction.target.io`` (MB per plan, BoundedIO strategies)."""
+    logfile_size_threshold: int = 0
+    """``hoodie.compaction.logfile.size.threshold`` (bytes)."""
+    logfile_num_threshold: int = 0
+    """``hoodie.compaction.logfile.num.threshold``."""
+    daybased_target_partitions: int = 10
+    """``hoodie.compaction.daybased.target.partitions``."""
+    max_file_size: int = 125_829_120
+    """``hoodie.parquet.max.file.size`` (write-size estimate for log-only slices)."""
+    memory_max_bytes: int = 100 * 1024 * 1024
+    """``hoodie.memory.compaction.max.size``: log records held in memory per operation before spilling."""
+    compression: str = "gzip"
+    """``hoodie.parquet.compression.codec``."""
+    log_compaction_blocks_threshold: int = 5
+    """``hoodie.log.compaction.blocks.threshold``."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CompactionConfig:
+        """Parse Hudi keys; an invalid value raises :class:`PlanError` naming the key and value."""
+        kw: dict[str, Any] = {}
+        opts = dict(options or {})
+        types = {f.name: f.type for f in fields(cls)}
+        for attr, key in _KEYS.items():
+            if key not in opts:
+                continue
+            raw = opts[key]
+            try:
+                if attr == "trigger_strategy":
+                    kw[attr] = TriggerStrategy(raw.upper())
+                elif attr == "strategy":
+                    kw[attr] = CompactionStrategyName.parse(raw)
+                elif attr == "compression":
+                    kw[attr] = raw.lower()
+                elif attr == "memory_max_bytes" and raw.isdigit() and int(raw) < 100_000:
+                    kw[attr] = int(raw) * 1024 * 1024  # Flink's compaction.max_memory is in MB
+                else:
+                    kw[attr] = int(raw)
+            except ValueError as err:
+                raise PlanError(f"Invalid compaction option {key}={raw!r} ({types[attr]} expected)") from err
+        if "compaction.max_memory" in opts:
+            try:
+                kw["memory_max_bytes"] = int(opts["compaction.max_memory"]) * 1024 * 1024
+            except ValueError as err:
+                raise PlanError(f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r}") from err
+        kw.update(overrides)
+        return cls(**kw)

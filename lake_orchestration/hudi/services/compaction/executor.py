@@ -1,0 +1,183 @@
+"""Execute-plan: one task per compaction operation (file group), run in-process or on Spark.
+
+Mirrors ``HoodieCompactor.compact``: merged log scan of the plan's log files up to the latest completed instant
+(uncommitted and rolled-back blocks dropped, corrupt blocks skipped and counted), merge with the base file by the
+payload's semantics (or insert-only without a base file), and a new base file ``{fileId}_{token}_{instant}.parquet``
+that keeps every record's ``_hoodie_commit_time``/``_hoodie_commit_seqno`` and carries Hudi's footer. The base file
+is streamed by row group; the log side is held in memory (``hoodie.memory.compaction.max.size`` is reported).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+import pyarrow.parquet as pq
+
+from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.merge.record_merger import MergeConfig, SliceMerger, conform, resolve_log_records
+from lake_orchestration.hudi.model.avro import CompactionOperation
+from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
+from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile, make_write_token
+from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.properties import MergeSemantics
+from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
+from lake_orchestration.hudi.write.base_file import BaseFileWriter
+from lake_orchestration.hudi.write.file_group_writer import create_marker
+from lake_orchestration.io.storage import Storage
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperationTask:
+    """One compaction operation with everything its task needs (plain values: it travels as JSON)."""
+
+    base_uri: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    instant: str
+    partition_path: str
+    file_id: str
+    base_instant: str
+    data_file: str | None
+    log_files: list[str]
+    log_files_size: float
+    latest_instant: str
+    completed: list[str]
+    inflight: list[str]
+    timeline_start: str | None
+    merge_semantics: str
+    ordering_field: str | None
+    key_field: str
+    avro_schema_json: str
+    task_partition_id: int
+    compression: str = "gzip"
+    memory_max_bytes: int = 100 * 1024 * 1024
+
+    @classmethod
+    def for_operation(cls, op: CompactionOperation, n: int, **common: object) -> OperationTask:
+        return cls(
+            partition_path=op.partition_path or "",
+            file_id=op.file_id or "",
+            base_instant=op.base_instant_time or "",
+            data_file=op.data_file_path.rsplit("/", 1)[-1] if op.data_file_path else None,
+            log_files=[p.rsplit("/", 1)[-1] for p in (op.delta_file_paths or ())],
+            log_files_size=float((op.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0.0)),
+            task_partition_id=n,
+            **common,  # type: ignore[arg-type]
+        )
+
+
+def execute_operation_json(payload: str) -> list[str]:
+    """Spark entry point: a JSON :class:`OperationTask` in, JSON write stats out."""
+    task = OperationTask(**json.loads(payload))
+    stat = execute_operation(task)
+    return [json.dumps(stat.to_json_obj())] if stat is not None else []
+
+
+def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int | None = None) -> WriteStat | None:
+    """Compact one file group; returns its write stat (None when nothing is left to write and there was no base)."""
+    storage = Storage(task.base_uri, options=task.storage_options)
+    p = task.partition_path
+    base = (
+        BaseFile.parse(task.data_file, partition_path=p, size=storage.size(storage.join(p, task.data_file)))
+        if task.data_file
+        else None
+    )
+    logs = tuple(LogFile.parse(n, partition_path=p, size=storage.size(storage.join(p, n))) for n in task.log_files)
+    fs = FileSlice(FileGroupId(p, task.file_id), InstantTime(task.base_instant), base, logs)
+    flt = InstantFilter(
+        latest_instant=task.latest_instant,
+        completed=frozenset(task.completed),
+        inflight=frozenset(task.inflight),
+        timeline_start=task.timeline_start,
+    )
+    mcfg = MergeConfig(
+        semantics=MergeSemantics(task.merge_semantics), ordering_field=task.ordering_field, key_field=task.key_field
+    )
+    t0 = time.monotonic()
+    blocks, scan = scan_blocks(storage, fs.log_files, flt)
+    log_records = resolve_log_records(blocks, mcfg)
+    scan_ms = int((time.monotonic() - t0) * 1000)
+    avro = json.loads(task.avro_schema_json)
+    schema = avro_to_arrow_schema(avro)
+    merger = SliceMerger(log_records, mcfg)
+    token = make_write_token(
+        task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
+    )
+    t1 = time.monotonic()
+    writer: BaseFileWriter | None = None
+
+    def out() -> BaseFileWriter:
+        nonlocal writer
+        if writer is None:
+            name = BaseFile(task.file_id, token, InstantTime(task.instant)).name
+            create_marker(storage, task.instant, p, name, "MERGE" if base is not None else "CREATE")
+            writer = BaseFileWriter(
+                storage,
+                partition_path=p,
+                file_id=task.file_id,
+                write_token=token,
+                instant=task.instant,
+                avro_schema=avro,
+                arrow_schema=schema,
+                compression=task.compression,
+                preserve_commit_metadata=True,
+            )
+        return writer
+
+    if base is not None:
+        out()  # a base file is rewritten even if every record was deleted
+        pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
+        for batch in pf.iter_batches(batch_size=131_072):
+            merged = merger.merge_batch(conform(batch, schema))
+            out().write(merged)
+    inserts = merger.remaining_inserts(schema)
+    n_inserts = inserts.num_rows if inserts is not None else 0
+    if inserts is not None and n_inserts:
+        out().write(inserts)
+    if writer is None:
+        return None
+    new_file = writer.close()
+    rows = writer.rows
+    upsert_ms = int((time.monotonic() - t1) * 1000)
+    n_log_keys = (log_records.records.num_rows if log_records.records is not None else 0) + len(
+        log_records.deleted_keys
+    )
+    return WriteStat(
+        fileId=task.file_id,
+        path=new_file.relative_path,
+        prevCommit=task.base_instant,
+        numWrites=rows,
+        numDeletes=merger.deleted,
+        numUpdateWrites=merger.updated,
+        numInserts=n_inserts,
+        totalWriteBytes=new_file.size,
+        partitionPath=p,
+        totalLogRecords=log_records.total_log_records,
+        totalLogFilesCompacted=len(fs.log_files),
+        totalLogSizeCompacted=int(task.log_files_size),
+        totalUpdatedRecordsCompacted=n_log_keys,
+        totalLogBlocks=scan.total_log_blocks,
+        totalCorruptLogBlock=scan.total_corrupt_blocks + log_records.corrupt_blocks,
+        totalRollbackBlocks=scan.total_rollback_blocks,
+        fileSizeInBytes=new_file.size,
+        runtimeStats=RuntimeStats(
+            totalScanTime=scan_ms,
+            totalUpsertTime=upsert_ms if base is not None else 0,
+            totalCreateTime=upsert_ms if base is None else 0,
+        ),
+    )
+
+
+def run_operations(tasks: list[OperationTask], *, spark: object = None) -> list[WriteStat]:
+    """Execute every operation: on Spark (one task per operation) when a session is given, else in-process."""
+    if spark is None:
+        return [s for s in (execute_operation(t) for t in tasks) if s is not None]
+    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
+
+    results = run_json_tasks(
+        spark,
+        [json.dumps(asdict(t)) for t in tasks],
+        "lake_orchestration.hudi.services.compaction.executor:execute_operation_json",
+    )
+    return [WriteStat.from_json_obj(json.loads(r)) for r in results]

@@ -1,0 +1,240 @@
+"""Schedule-plan: decide whether to compact and write ``<instant>.compaction.requested``.
+
+Mirrors ``ScheduleCompactionActionExecutor`` (validations, trigger strategies) and
+``BaseHoodieCompactionPlanGenerator`` + the ``CompactionStrategy`` classes of Hudi 0.14/0.15.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pendulum
+
+from lake_orchestration.errors import PlanError
+from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
+from lake_orchestration.hudi.model.file_group import FileSlice
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName, TriggerStrategy
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+
+MB = 1024 * 1024
+COMPACTION_PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION: file names, not paths
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """The outcome of schedule-plan: the requested instant and its plan, or why nothing was scheduled."""
+
+    instant: InstantTime | None
+    plan: CompactionPlan | None
+    reason: str
+
+    @property
+    def scheduled(self) -> bool:
+        return self.instant is not None
+
+
+def operation_metrics(fs: FileSlice, *, max_file_size: int) -> dict[str, float]:
+    """``CompactionStrategy.captureMetrics``: sizes in MB by integer division, stored as doubles."""
+    log_size = sum(max(lf.size, 0) for lf in fs.log_files)
+    base_size = fs.base_file.size if fs.base_file is not None and fs.base_file.size >= 0 else 0
+    read_mb = (base_size + log_size) // MB
+    write_mb = (base_size if fs.base_file is not None else max_file_size) // MB
+    return {
+        "TOTAL_LOG_FILES": float(len(fs.log_files)),
+        "TOTAL_LOG_FILES_SIZE": float(log_size),
+        "TOTAL_IO_READ_MB": float(read_mb),
+        "TOTAL_IO_WRITE_MB": float(write_mb),
+        "TOTAL_IO_MB": float(read_mb + write_mb),
+    }
+
+
+def _bounded_io(ops: list[CompactionOperation], target_io_mb: int) -> list[CompactionOperation]:
+    """``BoundedIOCompactionStrategy.orderAndFilter``: take ops until the IO budget is used up."""
+    out = []
+    budget = target_io_mb
+    for op in ops:
+        out.append(op)
+        budget -= int((op.metrics or {}).get("TOTAL_IO_MB", 0))
+        if budget <= 0:
+            break
+    return out
+
+
+_DAY_RE = re.compile(r"(\d{4})[/-](\d{2})[/-](\d{2})")
+
+
+def _partition_day(p: str) -> str | None:
+    m = _DAY_RE.search(p)
+    return f"{m.group(1)}/{m.group(2)}/{m.group(3)}" if m else None
+
+
+def filter_partitions(partitions: list[str], cfg: CompactionConfig, *, today: pendulum.Date | None = None) -> list[str]:
+    """``CompactionStrategy.filterPartitionPaths``."""
+    if cfg.strategy is CompactionStrategyName.DAY_BASED:
+        dated = sorted(
+            (p for p in partitions if _partition_day(p)), key=lambda p: _partition_day(p) or "", reverse=True
+        )
+        return dated[: cfg.daybased_target_partitions]
+    if cfg.strategy is CompactionStrategyName.BOUNDED_PARTITION_AWARE:
+        day = today or pendulum.today("UTC").date()
+        earliest = day.subtract(days=cfg.daybased_target_partitions).format("YYYY/MM/DD")
+        return [p for p in partitions if (_partition_day(p) or "") >= earliest]
+    return partitions
+
+
+def order_and_filter(ops: list[CompactionOperation], cfg: CompactionConfig) -> list[CompactionOperation]:
+    """``CompactionStrategy.orderAndFilter`` of the configured strategy."""
+    s = cfg.strategy
+    if s is CompactionStrategyName.UNBOUNDED:
+        return ops
+    if s is CompactionStrategyName.LOG_FILE_SIZE_BASED:
+        kept = [o for o in ops if (o.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0) >= cfg.logfile_size_threshold]
+        kept.sort(key=lambda o: (o.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0), reverse=True)
+        return _bounded_io(kept, cfg.target_io_mb)
+    if s is CompactionStrategyName.LOG_FILE_NUM_BASED:
+        kept = [o for o in ops if (o.metrics or {}).get("TOTAL_LOG_FILES", 0) >= cfg.logfile_num_threshold]
+        kept.sort(key=lambda o: (o.metrics or {}).get("TOTAL_LOG_FILES", 0), reverse=True)
+        return _bounded_io(kept, cfg.target_io_mb)
+    if s is CompactionStrategyName.DAY_BASED:
+        return ops
+    return _bounded_io(ops, cfg.target_io_mb)
+
+
+def _seconds(t: str) -> float:
+    return InstantTime(t).to_datetime().timestamp()
+
+
+def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) -> str | None:
+    """None if the trigger strategy says compact now; otherwise why not (``needCompact``)."""
+    tl = table.timeline
+    completed_compactions = [
+        i for i in tl.completed().with_actions(Action.COMMIT) if i.time in _compaction_times(table)
+    ]
+    last_compaction = completed_compactions[-1].time if completed_compactions else None
+    deltas = [i for i in tl.completed().with_actions(Action.DELTA_COMMIT)]
+    if not deltas:
+        return "no completed deltacommit on the timeline"
+    since = [i for i in deltas if last_compaction is None or i.time > last_compaction]
+    last_ts = last_compaction or deltas[0].time
+    if cfg.trigger_strategy is TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST:
+        requests = [i.time for i in tl.filter(lambda i: i.action is Action.COMPACTION)] + [
+            str(i.time) for i in completed_compactions
+        ]
+        last_req = max(requests) if requests else None
+        since = [i for i in deltas if last_req is None or i.time > last_req]
+    n = len(since)
+    elapsed = _seconds(new_instant) - _seconds(str(last_ts))
+    num_ok = n >= cfg.max_delta_commits
+    time_ok = elapsed >= cfg.max_delta_seconds
+    ok = {
+        TriggerStrategy.NUM_COMMITS: num_ok,
+        TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: num_ok,
+        TriggerStrategy.TIME_ELAPSED: time_ok,
+        TriggerStrategy.NUM_AND_TIME: num_ok and time_ok,
+        TriggerStrategy.NUM_OR_TIME: num_ok or time_ok,
+    }[cfg.trigger_strategy]
+    if ok:
+        return None
+    return (
+        f"{cfg.trigger_strategy.value} not met: {n} delta commit(s) since {last_ts} "
+        f"(hoodie.compact.inline.max.delta.commits={cfg.max_delta_commits}), {int(elapsed)} s elapsed "
+        f"(hoodie.compact.inline.max.delta.seconds={cfg.max_delta_seconds})"
+    )
+
+
+def _compaction_times(table: HudiTable) -> set[str]:
+    """Instants whose completed ``.commit`` was a compaction (a ``.compaction.requested`` file exists)."""
+    names = {f.name for f in table.storage.list_dir(table.hoodie_dir)}
+    return {n.split(".", 1)[0] for n in names if n.endswith(".compaction.requested")}
+
+
+def validate_instant(table: HudiTable, instant: str) -> None:
+    """The scheduling validations of ``ScheduleCompactionActionExecutor`` (single writer)."""
+    if not table.config.is_mor:
+        raise PlanError(f"Compaction needs a MERGE_ON_READ table; {table.base_uri} is {table.config.table_type.value}")
+    tl = table.timeline.commits()
+    pending_writes = [i for i in tl.pending() if i.action not in (Action.COMPACTION, Action.LOG_COMPACTION)]
+    if pending_writes and pending_writes[0].time <= instant:
+        raise PlanError(
+            f"Earliest write inflight instant time must be later than compaction time: {pending_writes[0]} "
+            f"is pending at or before {instant} on {table.base_uri} (roll it back or wait for it)"
+        )
+    conflicting = [i for i in tl if (i.is_completed or i.action is Action.COMPACTION) and i.time >= instant]
+    if conflicting:
+        raise PlanError(
+            f"Following instants have timestamps >= compaction instant {instant} on {table.base_uri}: "
+            + ", ".join(str(i) for i in conflicting)
+        )
+
+
+def generate_plan(table: HudiTable, cfg: CompactionConfig) -> CompactionPlan:
+    """The operations for every eligible latest file slice, ordered and filtered by the strategy."""
+    view = table.fs_view()
+    excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
+    partitions = filter_partitions(list(view.partitions), cfg)
+    ops = []
+    for p in partitions:
+        for fs in view.latest_file_slices(p):
+            if not fs.log_files or fs.file_group_id in excluded:
+                continue
+            ops.append(
+                CompactionOperation(
+                    base_instant_time=str(fs.base_instant),
+                    delta_file_paths=tuple(lf.name for lf in fs.log_files),
+                    data_file_path=fs.base_file.name if fs.base_file is not None else None,
+                    file_id=fs.file_id,
+                    partition_path=fs.partition_path,
+                    metrics=operation_metrics(fs, max_file_size=cfg.max_file_size),
+                    bootstrap_file_path=None,
+                )
+            )
+    ops = order_and_filter(ops, cfg)
+    ids = [o.file_id for o in ops]
+    if len(ids) != len(set(ids)):
+        raise PlanError(f"Compaction plan for {table.base_uri} lists a file group twice: {sorted(ids)}")
+    return CompactionPlan(
+        operations=tuple(ops),
+        extra_metadata=None,
+        version=COMPACTION_PLAN_VERSION,
+        strategy=None,
+        preserve_hoodie_metadata=False,
+    )
+
+
+def schedule_compaction(
+    table: HudiTable,
+    *,
+    config: CompactionConfig | None = None,
+    instant_time: str | None = None,
+    force: bool = False,
+) -> ScheduleResult:
+    """Schedule a compaction plan: validate, evaluate the trigger, generate, write ``.compaction.requested``.
+
+    Args:
+        table: a MERGE_ON_READ table.
+        config: compaction options (Hudi keys via :meth:`CompactionConfig.from_options`).
+        instant_time: the plan's instant (``--instant-time``); default: a new instant.
+        force: skip the trigger strategy (scheduling on demand, as Hudi's offline ``--schedule`` does).
+
+    Returns:
+        The requested instant and plan, or the reason nothing was scheduled (no plan file is written then).
+
+    Raises:
+        PlanError: not MOR, an inflight write at or before the instant, or a later/equal completed or pending
+            compaction.
+    """
+    cfg = config or CompactionConfig()
+    table.refresh()
+    instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
+    validate_instant(table, instant)
+    if not force:
+        reason = trigger_reason(table, instant, cfg)
+        if reason:
+            return ScheduleResult(None, None, reason)
+    plan = generate_plan(table, cfg)
+    if not plan.operations:
+        return ScheduleResult(None, None, "no file slice with log files to compact")
+    table.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED), plan.to_bytes())
+    return ScheduleResult(instant, plan, f"scheduled {len(plan.operations)} operation(s)")

@@ -1,0 +1,122 @@
+"""Rolling back an inflight compaction: delete the attempt's base files, revert the plan to requested.
+
+Mirrors Hudi 0.14 (services.md §5.4): a rollback instant with a ``HoodieRollbackPlan`` (``instantToRollback`` =
+the compaction), the files the attempt wrote (``{fileId}_*_{instant}.parquet`` of the plan's file groups, found by
+listing — the markers say the same) are deleted, ``<R>.rollback`` records ``HoodieRollbackMetadata``, and
+``<instant>.compaction.inflight`` is deleted so the plan is requested again. Log files are never touched.
+A pending rollback of the same compaction (a crash in the middle) is resumed instead of starting another.
+"""
+
+from __future__ import annotations
+
+import time
+
+from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.hudi.model.avro import (
+    CompactionPlan,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
+from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
+
+
+def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
+    """Partition -> paths of base files the compaction attempt wrote."""
+    out: dict[str, list[str]] = {}
+    ids_by_partition: dict[str, set[str]] = {}
+    for op in plan.operations or ():
+        ids_by_partition.setdefault(op.partition_path or "", set()).add(op.file_id or "")
+    for p, ids in ids_by_partition.items():
+        for f in table.storage.list_dir(table.storage.join(p)):
+            if f.is_dir or not is_base_file_name(f.name):
+                continue
+            bf = BaseFile.parse(f.name, partition_path=p)
+            if bf.instant == instant and bf.file_id in ids:
+                out.setdefault(p, []).append(table.storage.join(p, f.name))
+    return out
+
+
+def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: bool = False) -> Instant | None:
+    """Roll back the inflight attempt of compaction ``instant``; returns the completed rollback instant.
+
+    Args:
+        table: the table.
+        instant: the compaction instant whose ``.compaction.inflight`` exists.
+        dry_run: only report (returns None, writes and deletes nothing).
+
+    Raises:
+        InvalidInstantStateError: the compaction is not inflight.
+    """
+    table.refresh()
+    tl = table.timeline
+    comp = tl.get(instant, Action.COMPACTION)
+    if comp is None or comp.action is not Action.COMPACTION or comp.state is not State.INFLIGHT:
+        raise InvalidInstantStateError(table.base_uri, instant, "is not an inflight compaction; nothing to roll back")
+    req = Instant(comp.time, Action.COMPACTION, State.REQUESTED)
+    plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    files = _attempt_files(table, plan, instant)
+    if dry_run:
+        return None
+    # resume a rollback of this compaction that crashed half-way
+    rb_req: Instant | None = None
+    for pending in tl.pending().with_actions(Action.ROLLBACK):
+        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
+        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
+            rb_req = pending
+            break
+    start = time.monotonic()
+    if rb_req is None:
+        rb_time = table.new_instant_time()
+        rplan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=instant, action=Action.COMPACTION.value),
+            rollback_requests=tuple(
+                RollbackRequest(
+                    partition_path=p,
+                    file_id="",
+                    latest_base_instant="",
+                    files_to_be_deleted=tuple(fs),
+                    log_blocks_to_be_deleted={},
+                )
+                for p, fs in sorted(files.items())
+            ),
+            version=1,
+        )
+        rb_req = table.create_requested(Instant(rb_time, Action.ROLLBACK, State.REQUESTED), rplan.to_bytes())
+    if rb_req.state is State.REQUESTED:
+        rb_inflight = table.transition_to_inflight(Instant(rb_req.time, Action.ROLLBACK, State.REQUESTED))
+    else:
+        rb_inflight = rb_req
+    deleted: dict[str, list[str]] = {}
+    for p, paths in files.items():
+        for path in paths:
+            table.storage.delete_file(path, missing_ok=True)
+            deleted.setdefault(p, []).append(table.storage.uri(path))
+    table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+    inflight_file = table.instant_path(Instant(comp.time, Action.COMPACTION, State.INFLIGHT))
+    table.storage.delete_file(inflight_file, missing_ok=True)
+    meta = RollbackMetadata(
+        start_rollback_time=str(rb_inflight.time),
+        time_taken_in_millis=int((time.monotonic() - start) * 1000),
+        total_files_deleted=sum(len(v) for v in deleted.values()),
+        commits_rollback=(instant,),
+        partition_metadata={
+            p: RollbackPartitionMetadata(
+                partition_path=p,
+                success_delete_files=tuple(v),
+                failed_delete_files=(),
+                rollback_log_files={},
+                log_files_from_failed_commit={},
+            )
+            for p, v in deleted.items()
+        },
+        version=1,
+        instants_rollback=(InstantInfo(commit_time=instant, action=Action.COMPACTION.value),),
+    )
+    return table.transition_to_completed(rb_inflight, meta.to_bytes())
