@@ -57,6 +57,6 @@ changed = set(updates.column("uuid").to_pylist()) | set(new.column("uuid").to_py
 for fs in table.fs_view().latest_file_slices():
     assert not fs.log_files
     rows = pq.read_table(Path(path) / fs.base_file.relative_path, columns=["uuid", "_hoodie_commit_time"])
-    for key, commit_time in zip(rows.column("uuid").to_pylist(), rows.column("_hoodie_commit_time").to_pylist()):
-        assert commit_time == (second.instant if key in changed else first.instant), (key, commit_time)
+    for row in rows.to_pylist():
+        assert row["_hoodie_commit_time"] == (second.instant if row["uuid"] in changed else first.instant), row
 print(snapshot.num_rows, "rows;", [(i.action.value, str(i.time)) for i in table.timeline])

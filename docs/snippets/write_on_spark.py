@@ -11,8 +11,13 @@ from lake_orchestration.hudi.table.snapshot import read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 
 scratch = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
-options = WriteOptions(table_name="trips", record_key_fields=("uuid",), partition_fields=("city",),
-                       precombine_field="ts", max_rows_per_file=100)
+options = WriteOptions(
+    table_name="trips",
+    record_key_fields=("uuid",),
+    partition_fields=("city",),
+    precombine_field="ts",
+    max_rows_per_file=100,
+)
 trips = generate_trips(400, partitions=2, seed=1)
 updates = generate_updates(trips, fraction=0.2, seed=2)
 

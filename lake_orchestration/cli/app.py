@@ -402,6 +402,191 @@ def generate_cmd(
     click.echo(f"Wrote {out.num_rows} rows to {output}")
 
 
+# -- compaction -----------------------------------------------------------------------------------------------------
+@cli.group("compaction")
+def compaction_group() -> None:
+    """MERGE_ON_READ compaction: schedule a plan, run plans, show, roll back an inflight attempt."""
+
+
+def _spark_or_none(engine: str, master: str) -> Any:
+    if engine != "spark":
+        return None
+    from lake_orchestration.engines.spark_session import local_spark_session
+
+    return local_spark_session(master=master)
+
+
+@compaction_group.command("schedule")
+@click.argument("path")
+@click.option("--instant-time", default=None, help="Instant of the new plan (default: now).")
+@click.option("--strategy", default=None, help="hoodie.compaction.strategy, e.g. LogFileSizeBasedCompactionStrategy.")
+@click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@click.option("--force", is_flag=True, help="Ignore the trigger strategy (hoodie.compact.inline.trigger.strategy).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def compaction_schedule(
+    path: str, instant_time: str | None, strategy: str | None, options: tuple[str, ...], force: bool, as_json: bool
+) -> None:
+    """Schedule a compaction plan (<instant>.compaction.requested), or say why none was needed."""
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+
+    opts = _parse_options(options)
+    if strategy:
+        opts["hoodie.compaction.strategy"] = strategy
+    r = schedule_compaction(
+        HudiTable(path), config=CompactionConfig.from_options(opts), instant_time=instant_time, force=force
+    )
+    ops = len(r.plan.operations or ()) if r.plan is not None else 0
+    if as_json:
+        emit_json({"scheduled": r.scheduled, "instant": r.instant, "operations": ops, "reason": r.reason})
+    elif r.scheduled:
+        click.echo(f"Scheduled compaction {r.instant} with {ops} operation(s)")
+    else:
+        click.echo(f"No compaction scheduled: {r.reason}")
+
+
+@compaction_group.command("run")
+@click.argument("path")
+@click.option("--instant-time", default=None, help="Run exactly this pending plan.")
+@click.option(
+    "--seq",
+    type=click.Choice(["FIFO", "LIFO"], case_sensitive=False),
+    default="FIFO",
+    show_default=True,
+    help="Order of pending plans.",
+)
+@click.option("--max-plans", default=1, show_default=True, help="Run at most this many plans.")
+@click.option("--schedule", is_flag=True, help="Schedule a plan first (the trigger strategy applies).")
+@click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
+@click.option("--spark-master", default="local[*]", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def compaction_run(
+    path: str,
+    instant_time: str | None,
+    seq: str,
+    max_plans: int,
+    schedule: bool,
+    options: tuple[str, ...],
+    engine: str,
+    spark_master: str,
+    as_json: bool,
+) -> None:
+    """Execute and commit pending compaction plans (an inflight attempt is rolled back first)."""
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
+
+    cfg = CompactionConfig.from_options(_parse_options(options))
+    results = run_compaction(
+        HudiTable(path),
+        instant_time=instant_time,
+        seq=seq.upper(),
+        max_plans=max_plans,
+        schedule=schedule,
+        config=cfg,
+        spark=_spark_or_none(engine, spark_master),
+    )
+    rows = [
+        {
+            "instant": r.instant,
+            "operations": r.operations,
+            "rows_written": r.rows_written,
+            "bytes_written": r.bytes_written,
+            "log_records": r.log_records,
+            "seconds": round(r.seconds, 3),
+            "rolled_back_attempt": r.rolled_back_attempt,
+        }
+        for r in results
+    ]
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        click.echo("No pending compaction plan")
+    else:
+        for r in rows:
+            click.echo(
+                f"Committed compaction {r['instant']}: {r['operations']} file group(s), {r['rows_written']} rows, "
+                f"{r['log_records']} log records merged in {r['seconds']} s"
+                + (f" (rolled back attempt via {r['rolled_back_attempt']})" if r["rolled_back_attempt"] else "")
+            )
+
+
+@compaction_group.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def compaction_show(path: str, as_json: bool) -> None:
+    """Pending and completed compaction plans with their operations."""
+    from lake_orchestration.hudi.model.avro import CompactionPlan
+    from lake_orchestration.hudi.model.instant import Action, Instant
+
+    t = HudiTable(path)
+    out = []
+    for name in sorted(f.name for f in t.storage.list_dir(t.hoodie_dir) if f.name.endswith(".compaction.requested")):
+        ts = name.split(".", 1)[0]
+        req = Instant.from_file_name(name)
+        plan = CompactionPlan.from_bytes(t.read_instant(req), path=t.storage.uri(t.instant_path(req)))
+        done = t.timeline.get(ts, Action.COMMIT)
+        cur = t.timeline.get(ts, Action.COMPACTION)
+        state = "COMPLETED" if done is not None and done.is_completed else (cur.state.name if cur else "UNKNOWN")
+        out.append(
+            {
+                "instant": ts,
+                "state": state,
+                "operations": [
+                    {
+                        "partition": op.partition_path,
+                        "file_id": op.file_id,
+                        "base_instant": op.base_instant_time,
+                        "base_file": op.data_file_path,
+                        "log_files": list(op.delta_file_paths or ()),
+                        "metrics": op.metrics,
+                    }
+                    for op in plan.operations or ()
+                ],
+            }
+        )
+    if as_json:
+        emit_json(out)
+        return
+    if not out:
+        click.echo("(no compaction plans on the active timeline)")
+        return
+    for p in out:
+        click.echo(f"{p['instant']}  {p['state']}  {len(p['operations'])} operation(s)")
+        click.echo(
+            table(
+                [
+                    (
+                        o["partition"],
+                        o["file_id"],
+                        o["base_instant"],
+                        len(o["log_files"]),
+                        int((o["metrics"] or {}).get("TOTAL_LOG_FILES_SIZE", 0)),
+                    )
+                    for o in p["operations"]
+                ],
+                ["partition", "file_id", "base_instant", "log_files", "log_bytes"],
+            )
+        )
+
+
+@compaction_group.command("rollback")
+@click.argument("path")
+@click.option("--instant-time", required=True, help="The inflight compaction to roll back.")
+@click.option("--dry-run", is_flag=True, help="Only say what would be deleted.")
+@_errors
+def compaction_rollback(path: str, instant_time: str, dry_run: bool) -> None:
+    """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
+    from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
+
+    r = rollback_inflight_compaction(HudiTable(path), instant_time, dry_run=dry_run)
+    if dry_run:
+        click.echo(f"Dry run: compaction {instant_time} is inflight and would be rolled back")
+    else:
+        click.echo(f"Rolled back compaction {instant_time} (rollback instant {r.time if r else '?'})")
+
+
 # -- demo ---------------------------------------------------------------------------------------------------------
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")

@@ -86,8 +86,9 @@ class SparkEngine:
             ),
             schema=schema,
         )
+        # one partition per file slice (no sparkContext: this must work over Spark Connect)
         ops = self.spark.createDataFrame([(slice_to_json(s),) for s in slices], "slice string").repartition(
-            min(len(slices), max(1, self.spark.sparkContext.defaultParallelism))
+            max(1, min(len(slices), 256))
         )
         return ops.mapInArrow(task, spark_schema)
 
