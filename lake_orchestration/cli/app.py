@@ -381,6 +381,8 @@ def generate_cmd(
     seed: int,
 ) -> None:
     """Generate reproducible trips-like rows (uuid key, ts ordering field, city partition) to a parquet file."""
+    import pyarrow as pa
+
     from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes, with_delete_flags
 
     parts = []
@@ -391,7 +393,11 @@ def generate_cmd(
         if update_fraction:
             parts.append(generate_updates(src, fraction=update_fraction, seed=seed))
         if delete_fraction:
-            parts.append(pick_deletes(src, fraction=delete_fraction, seed=seed + 1))
+            # delete rows that are not also updated in this batch (an update would win the precombine)
+            updated = set(parts[0].column("uuid").to_pylist()) if update_fraction else set()
+            pool = src.filter(pa.array([u not in updated for u in src.column("uuid").to_pylist()]))
+            n = round(src.num_rows * delete_fraction)
+            parts.append(pick_deletes(pool, fraction=min(1.0, n / max(pool.num_rows, 1)), seed=seed + 1))
     if rows:
         # new trips must not reuse the keys of --from rows generated with the same seed
         parts.append(generate_trips(rows, partitions=partitions, seed=seed + 1000 if from_path else seed))

@@ -225,3 +225,30 @@ def test_write_killed_midway_leaves_inflight_and_readers_see_previous_snapshot(t
     assert (path / ".hoodie" / ".temp" / str(pending.instants[0].time)).is_dir()  # markers for the rollback
     assert_same_rows(read_snapshot_table(t), hudi_rs_snapshot(path))
     assert_same_rows(read_snapshot_table(t), before_ours)
+
+
+def test_write_unsupported_keygen_fixture_refused_before_any_instant(fresh_fixture) -> None:
+    base = fresh_fixture(HudiFixture.COW_TIMEBASED)
+    before = sorted(p.name for p in (base / ".hoodie").iterdir())
+    rows = read_snapshot_table(HudiTable(str(base)))
+    with pytest.raises(ValueError, match="TimestampBasedKeyGenerator"):
+        write_table(str(base), rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie")]),
+                    operation="upsert")
+    assert sorted(p.name for p in (base / ".hoodie").iterdir()) == before
+
+
+def test_write_missing_table_column_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts")
+    base = generate_trips(20, seed=1)
+    write_table(path, base, operation="insert", options=opts)
+    with pytest.raises(ValueError, match=r"lack the table's column\(s\) \['fare'\]"):
+        write_table(path, base.drop_columns(["fare"]), operation="upsert")
+
+
+def test_write_first_write_with_bad_key_field_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    opts = WriteOptions(table_name="t", record_key_fields=("nope",), partition_fields=("city",))
+    with pytest.raises(ValueError, match=r"\['nope'\] are not columns"):
+        write_table(str(path), generate_trips(5), operation="insert", options=opts)
+    assert not path.exists()

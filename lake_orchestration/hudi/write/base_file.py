@@ -35,11 +35,13 @@ def _java_key(k: str) -> bytes:
 
 def java_min_max(keys: pa.Array) -> tuple[str, str] | None:
     """Min and max record key in Java ``String.compareTo`` (UTF-16 code unit) order."""
-    vals = [k for k in keys.to_pylist() if k is not None]
-    if not vals:
+    if keys.null_count == len(keys):
         return None
-    if all(v.isascii() for v in vals):
-        return min(vals), max(vals)
+    if pc.all(pc.string_is_ascii(keys)).as_py() is not False:
+        # for ASCII, Java's UTF-16 order equals Arrow's byte order: no Python objects needed
+        mm = pc.min_max(keys)
+        return mm["min"].as_py(), mm["max"].as_py()
+    vals = [k for k in keys.to_pylist() if k is not None]
     return min(vals, key=_java_key), max(vals, key=_java_key)
 
 

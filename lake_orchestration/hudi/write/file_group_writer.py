@@ -81,6 +81,23 @@ def create_marker(storage: Storage, instant: str, partition: str, data_file_name
     storage.write_bytes(path, b"")
 
 
+def reconcile_markers(storage: Storage, instant: str, written: set[str]) -> list[str]:
+    """Delete base files that have a CREATE/MERGE marker but are not in the write stats (failed or speculative
+    task attempts), as Hudi's commit finalization does; returns the deleted relative paths.
+
+    Log files (APPEND markers) are kept: a duplicate attempt's log blocks carry the same records.
+    """
+    root = storage.join(MARKERS_DIR, instant)
+    deleted = []
+    for f in storage.walk_files(root):
+        rel = storage.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
+        data_file, _, io_type = rel.rpartition(".marker.")
+        if io_type in ("CREATE", "MERGE") and data_file not in written and storage.exists(storage.join(data_file)):
+            storage.delete_file(storage.join(data_file))
+            deleted.append(data_file)
+    return deleted
+
+
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str, depth: int) -> None:
     """Write ``.hoodie_partition_metadata`` once per partition (never overwritten)."""
     path = storage.join(partition, PARTITION_METAFILE_PREFIX)

@@ -45,7 +45,12 @@ from lake_orchestration.hudi.model.schema import (
     with_meta_fields,
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, FileGroupWriteContext, write_file_group
+from lake_orchestration.hudi.write.file_group_writer import (
+    MARKERS_DIR,
+    FileGroupWriteContext,
+    reconcile_markers,
+    write_file_group,
+)
 from lake_orchestration.hudi.write.heartbeat import Heartbeat
 from lake_orchestration.hudi.write.index import tag_locations
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
@@ -62,7 +67,7 @@ class WriteOperation(str, enum.Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class WriteOptions:
-    """Table creation and write options; ``options`` takes Hudi's own keys, which win over the fields."""
+    """Table creation and write options (Hudi's key names in the field docs; see :meth:`from_hudi_options`)."""
 
     table_name: str | None = None
     """``hoodie.table.name`` (required to create a table)."""
@@ -83,7 +88,7 @@ class WriteOptions:
     combine_before_insert: bool = False
     """``hoodie.combine.before.insert``: precombine duplicates for insert and bulk_insert too."""
     max_rows_per_file: int = 1_000_000
-    """Rows per new base file; also derived from ``hoodie.parquet.max.file.size`` when set."""
+    """Rows per new base file (new file groups are split by rows; small-file filling uses bytes)."""
     small_file_limit: int = 104_857_600
     """``hoodie.parquet.small.file.limit``: base files below it take inserts (0 disables)."""
     max_file_size: int = 125_829_120
@@ -93,7 +98,8 @@ class WriteOptions:
     heartbeat_interval_ms: int = 60_000
     """``hoodie.client.heartbeat.interval_in_ms``."""
     options: Mapping[str, str] = field(default_factory=dict)
-    """Raw ``hoodie.*`` options (write config keys and table properties)."""
+    """Raw ``hoodie.*`` options: ``hoodie.table.*`` ones become table properties at creation. To take write
+    settings (small file limit, codec ...) from Hudi keys, build the options with :meth:`from_hudi_options`."""
 
     @classmethod
     def from_hudi_options(cls, options: Mapping[str, str], **overrides: Any) -> WriteOptions:
@@ -186,6 +192,12 @@ def _open_or_create(base_uri: str, data_schema: pa.Schema, options: WriteOptions
             raise ValueError(
                 f"No table at {base_uri}: record key field(s) (hoodie.datasource.write.recordkey.field) are required"
             ) from None
+        missing = [f for f in (*options.record_key_fields, *options.partition_fields) if f not in data_schema.names]
+        if missing:  # checked before anything is created: a failed first write leaves no table behind
+            raise ValueError(
+                f"Cannot create {base_uri}: key/partition field(s) {missing} are not columns of the data "
+                f"(columns: {data_schema.names})"
+            ) from None
         user = pa.schema([f for f in data_schema if f.name not in META_FIELDS])
         avro = arrow_to_avro_schema(user, table_name=options.table_name)
         table_props = {k: v for k, v in options.options.items() if k.startswith("hoodie.table.")}
@@ -274,6 +286,7 @@ def write_table(
         data = data.toArrow()  # a Spark DataFrame
     table = _open_or_create(base_uri, data.schema, options, storage_options)
     cfg = table.config
+    _check_supported(table, data, op)
     records = with_keys(data, cfg)
     if op in (WriteOperation.UPSERT, WriteOperation.DELETE) or options.combine_before_insert:
         records = precombine(records, cfg.ordering_field)
@@ -310,6 +323,7 @@ def write_table(
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         for s in stats:
             by_partition[s.partitionPath or ""].append(s)
+        reconcile_markers(table.storage, str(instant), {s.path for s in stats if s.path})
         md = CommitMetadata(
             partition_to_write_stats=dict(by_partition),
             extra_metadata={"schema": json.dumps(user_avro, separators=(",", ":"))},
@@ -333,6 +347,33 @@ def write_table(
         index_seconds=index_seconds,
         write_seconds=write_seconds,
     )
+
+
+_SUPPORTED_KEYGENS = ("SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator")
+
+
+def _check_supported(table: HudiTable, data: pa.Table, op: WriteOperation) -> None:
+    """Refuse, before any instant exists, writes this writer would get wrong."""
+    cfg = table.config
+    keygen = (cfg.key_generator_class or "").rsplit(".", 1)[-1]
+    if keygen and keygen not in _SUPPORTED_KEYGENS:
+        raise ValueError(
+            f"{table.base_uri} uses hoodie.table.keygenerator.class={cfg.key_generator_class}: writes support "
+            f"{', '.join(_SUPPORTED_KEYGENS)} only (its partition paths would differ from Hudi's)"
+        )
+    if not cfg.populate_meta_fields:
+        raise ValueError(f"{table.base_uri} has hoodie.populate.meta.fields=false: writes need the meta fields")
+    if op is WriteOperation.DELETE:
+        return
+    existing = table.latest_schema()
+    if existing is not None:
+        needed = [f["name"] for f in existing["fields"] if f["name"] not in META_FIELDS]
+        missing = [n for n in needed if n not in data.column_names]
+        if missing:
+            raise ValueError(
+                f"The rows for {table.base_uri} lack the table's column(s) {missing}: an {op.value} writes whole "
+                "records (schema evolution is not supported by this writer)"
+            )
 
 
 def _writer_schema(table: HudiTable, data: pa.Table, op: WriteOperation) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteS
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
+from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, reconcile_markers
 
 
 def compaction_commit_metadata(
@@ -43,6 +43,7 @@ def commit_compaction(table: HudiTable, instant: str, metadata: CommitMetadata) 
         CommitStateUnknownError: the write failed and the timeline does not show the commit.
     """
     inflight = Instant(InstantTime(instant), Action.COMPACTION, State.INFLIGHT)
+    reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
     try:
         completed = table.transition_to_completed(inflight, metadata.to_bytes())
     except StorageError as err:

@@ -1,0 +1,132 @@
+"""Compaction speed: one 5M-row file group against a pyarrow floor, Spark local[2] vs local[1], peak RSS.
+
+Part 1 — one file group of ``--rows`` rows with ``--update-fraction`` updates and ``--delete-fraction`` deletes in
+log files (written by this project's writer) is compacted in a fresh process (the local engine: one core). Printed:
+input rows/s per core (base rows + log records), peak RSS of that process, and the ratio to a floor measured in
+the same run: pyarrow reading the base file and writing the compacted rows to a new parquet file with the same
+codec (no merge, no Hudi footer). Target: ratio <= 1.5 with the Hudi footer.
+
+Part 2 — ``--groups`` file groups compacted on Spark local[1] and local[2] (identical copies of the table, each in a
+fresh process); prints the speedup (target >= 1.8 on 2 cores).
+
+Usage: python benchmarks/compaction_benchmark.py [--rows 5000000] [--groups 8] [--group-rows 400000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.hudi.services.compaction import schedule_compaction
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.write import WriteOptions, write_table
+
+CODEC = "snappy"
+
+
+def build(path: Path, *, rows: int, groups: int, update_fraction: float, delete_fraction: float) -> None:
+    opts = WriteOptions(
+        table_name="bench", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
+        hive_style_partitioning=True, max_rows_per_file=rows // groups, small_file_limit=0, compression=CODEC,
+    )
+    base = generate_trips(rows, partitions=1, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    half = update_fraction / 2
+    for n in range(2):  # two deltacommits -> two log files per group
+        write_table(str(path), generate_updates(base, fraction=half, seed=10 + n, ts_offset=(n + 1) * 10**7),
+                    operation="upsert", options=opts)
+    write_table(str(path), pick_deletes(base, fraction=delete_fraction, seed=20), operation="delete", options=opts)
+
+
+_CHILD = r"""
+import json, resource, sys, time
+from lake_orchestration.hudi.services.compaction import run_compaction, CompactionConfig
+from lake_orchestration.hudi.table import HudiTable
+spark = None
+if sys.argv[2] != "local":
+    from lake_orchestration.engines.spark_session import local_spark_session
+    spark = local_spark_session(master=sys.argv[2], conf={"spark.driver.memory": "2g"})
+t0 = time.perf_counter()
+(r,) = run_compaction(HudiTable(sys.argv[1]), config=CompactionConfig(compression=sys.argv[3]), spark=spark)
+secs = time.perf_counter() - t0
+rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": secs, "rows": r.rows_written, "log_records": r.log_records, "rss_mb": rss_kb / 1024,
+                  "ops": r.operations}))
+"""
+
+
+def run_child(path: Path, master: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), master, CODEC], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def floor(path: Path, out: Path) -> float:
+    """pyarrow: read the base file and write the same number of rows to a new parquet file."""
+    t = HudiTable(str(path))
+    (fs,) = t.fs_view().latest_merged_file_slices_before_or_on(str(t.timeline.latest_completed_commit_time()))
+    t0 = time.perf_counter()
+    pf = pq.ParquetFile(str(path / fs.base_file.relative_path))
+    w = None
+    for b in pf.iter_batches(batch_size=131_072):
+        tb = pa.Table.from_batches([b])
+        if w is None:
+            w = pq.ParquetWriter(str(out), tb.schema, compression=CODEC)
+        w.write_table(tb)
+    w.close()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--update-fraction", type=float, default=0.10)
+    ap.add_argument("--delete-fraction", type=float, default=0.01)
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--group-rows", type=int, default=400_000)
+    ap.add_argument("--skip-single", action="store_true")
+    ap.add_argument("--skip-spark", action="store_true")
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="lake-orch-compaction-bench-"))
+    try:
+        if not args.skip_single:
+            one = root / "one"
+            t0 = time.perf_counter()
+            build(one, rows=args.rows, groups=1, update_fraction=args.update_fraction,
+                  delete_fraction=args.delete_fraction)
+            print(f"built a {args.rows:,}-row file group in {time.perf_counter() - t0:.1f}s")
+            schedule_compaction(HudiTable(str(one)), force=True)
+            r = run_child(one, "local")
+            f = floor(one, root / "floor.parquet")
+            inputs = args.rows + r["log_records"]
+            print(f"compaction (local engine, 1 core): {r['seconds']:.2f}s, {inputs / r['seconds']:,.0f} input rows/s "
+                  f"per core, {r['rows']:,} rows written, peak RSS {r['rss_mb']:.0f} MB")
+            print(f"floor (pyarrow read base + write parquet): {f:.2f}s")
+            print(f"ratio compaction / floor: {r['seconds'] / f:.2f}  (target <= 1.5)")
+        if not args.skip_spark:
+            many = root / "many"
+            build(many, rows=args.groups * args.group_rows, groups=args.groups,
+                  update_fraction=args.update_fraction, delete_fraction=args.delete_fraction)
+            schedule_compaction(HudiTable(str(many)), force=True)
+            twin = root / "twin"
+            shutil.copytree(many, twin)
+            r1 = run_child(many, "local[1]")
+            r2 = run_child(twin, "local[2]")
+            print(f"{r1['ops']} file groups x {args.group_rows:,} rows on Spark: local[1] {r1['seconds']:.2f}s, "
+                  f"local[2] {r2['seconds']:.2f}s, speedup {r1['seconds'] / r2['seconds']:.2f}  (target >= 1.8)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
