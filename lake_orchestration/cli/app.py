@@ -593,6 +593,44 @@ def compaction_rollback(path: str, instant_time: str, dry_run: bool) -> None:
         click.echo(f"Rolled back compaction {instant_time} (rollback instant {r.time if r else '?'})")
 
 
+@cli.group("log-compaction")
+def log_compaction_group() -> None:
+    """Log compaction: merge a slice's log blocks into one log file (no base file rewrite)."""
+
+
+@log_compaction_group.command("schedule")
+@click.argument("path")
+@click.option("--instant-time", default=None)
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.log.compaction.blocks.threshold=5")
+@_errors
+def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
+    """Schedule <instant>.logcompaction.requested for slices with enough log blocks."""
+    from lake_orchestration.hudi.services.compaction import CompactionConfig
+    from lake_orchestration.hudi.services.compaction.log_compaction import schedule_log_compaction
+
+    r = schedule_log_compaction(
+        HudiTable(path), config=CompactionConfig.from_options(_parse_options(options)), instant_time=instant_time
+    )
+    click.echo(f"Scheduled log compaction {r.instant}" if r.scheduled else f"No log compaction scheduled: {r.reason}")
+
+
+@log_compaction_group.command("run")
+@click.argument("path")
+@click.option("--instant-time", default=None, help="Default: every pending log compaction, oldest first.")
+@_errors
+def log_compaction_run(path: str, instant_time: str | None) -> None:
+    """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
+    from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction
+
+    t = HudiTable(path)
+    targets = [instant_time] if instant_time else [str(i.time) for i in t.timeline.pending_log_compactions()]
+    if not targets:
+        click.echo("No pending log compaction plan")
+    for ts in targets:
+        md = run_log_compaction(t, ts)
+        click.echo(f"Committed log compaction {ts}: {len(md.write_stats())} file slice(s)")
+
+
 # -- demo ---------------------------------------------------------------------------------------------------------
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")

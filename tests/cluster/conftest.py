@@ -390,8 +390,9 @@ def run_client(mode: str, url: str, table: Path, out_dir: Path, root: Path,
     for k in ("SPARK_HOME", "SPARK_LOG_DIR", "SPARK_PID_DIR", "SPARK_IDENT_STRING"):
         env.pop(k, None)  # the driver finds its own SPARK_HOME (the pyspark package)
     log = out_dir / "client.log"
-    code = "import sys; from tests.cluster.conftest import client_main; client_main(sys.argv[1:])"
-    p = spawn([PYTHON, "-c", code, mode, url, str(table), str(out_dir)], env, log, cwd=REPO_ROOT)
+    # ``-m``, not ``-c``: pyspark.sql.connect takes a ``__main__`` without __spec__/__file__ for its doctests and
+    # exits 0 ("Skipping doctests") when a Connect extra is missing
+    p = spawn([PYTHON, "-m", "tests.cluster.conftest", mode, url, str(table), str(out_dir)], env, log, cwd=REPO_ROOT)
     try:
         rc = p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -491,3 +492,7 @@ def client_main(argv: list[str]) -> None:
 def copy_table(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+if __name__ == "__main__":
+    client_main(sys.argv[1:])

@@ -1,0 +1,52 @@
+"""Log compaction merges a slice's log blocks into one log file; the snapshot hudi-rs reads is unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
+from lake_orchestration.hudi.model.instant import Action
+from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
+from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.services.test_compaction import _generated
+
+
+def test_log_compaction_merges_blocks_snapshot_unchanged_then_compaction(tmp_path: Path) -> None:
+    path = _generated(tmp_path)
+    before = hudi_rs_snapshot(path)
+    t = HudiTable(str(path))
+    cfg = CompactionConfig(log_compaction_blocks_threshold=3)
+    sched = schedule_log_compaction(t, config=cfg)
+    assert sched.scheduled, sched.reason
+    assert (path / ".hoodie" / f"{sched.instant}.logcompaction.requested").exists()
+    md = run_log_compaction(t, str(sched.instant), config=cfg)
+    assert md.operation_type == "LOG_COMPACT"
+    t = HudiTable(str(path))
+    assert t.timeline.get(str(sched.instant), Action.DELTA_COMMIT).is_completed
+    assert_same_rows(hudi_rs_snapshot(path), before)
+    assert_same_rows(read_snapshot_table(t), before)
+    for s in md.write_stats():
+        blocks = list(iter_blocks((path / s.path).read_bytes()))
+        assert blocks and all(b.instant_time == str(sched.instant) for b in blocks)
+        assert all(b.get(HeaderKey.COMPACTED_BLOCK_TIMES) for b in blocks)
+    # a regular compaction afterwards still gives the same snapshot
+    schedule_compaction(t, force=True)
+    run_compaction(HudiTable(str(path)))
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def test_log_compaction_cli_schedule_and_run(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    r = CliRunner().invoke(cli, ["log-compaction", "schedule", str(path), "--option",
+                                 "hoodie.log.compaction.blocks.threshold=2"])
+    assert r.exit_code == 0 and "Scheduled log compaction" in r.output, r.output
+    r = CliRunner().invoke(cli, ["log-compaction", "run", str(path)])
+    assert r.exit_code == 0 and "Committed log compaction" in r.output, r.output
+    assert_same_rows(hudi_rs_snapshot(path), before)
