@@ -434,6 +434,25 @@ def _executor_summaries(spark: object) -> list[dict]:
     return out
 
 
+def probe_task(payload: str) -> list[str]:
+    """A ``run_json_tasks`` task (imported by name on the executors): where and as which Spark task it ran."""
+    from pyspark import TaskContext
+
+    import lake_orchestration
+
+    tc = TaskContext.get()
+    return [json.dumps({
+        "payload": payload,
+        "partition": tc.partitionId() if tc else None,
+        "stage": tc.stageId() if tc else None,
+        "attempt": tc.taskAttemptId() if tc else None,
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "python": sys.executable,
+        "package": lake_orchestration.__file__,
+    })]
+
+
 def client_main(argv: list[str]) -> None:
     """Subprocess entry: compaction of the scheduled plan of ``table`` on Spark, then a snapshot read on Spark.
 
@@ -465,6 +484,13 @@ def client_main(argv: list[str]) -> None:
         report["compaction_seconds"] = time.monotonic() - t0
         report["results"] = [{"instant": r.instant, "operations": r.operations,
                               "stats": [s.to_json_obj() for s in r.stats]} for r in results]
+        # the runner itself, with a probe task: one Spark task per payload, and where the tasks ran
+        from lake_orchestration.hudi.services.spark_runner import run_json_tasks
+
+        n = max(1, len(results[0].stats) if results else 1)
+        probe = run_json_tasks(spark, [str(i) for i in range(n)], "tests.cluster.conftest:probe_task")
+        report["probe"] = [json.loads(r) for r in probe]
+        report["client_pid"] = os.getpid()
         snap = SparkEngine(spark).read_snapshot(HudiTable(table_path))
         with pa.OSFile(str(Path(out) / "snapshot.arrow"), "wb") as f, pa.ipc.new_file(f, snap.schema) as w:
             w.write_table(snap)

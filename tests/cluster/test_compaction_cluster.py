@@ -26,7 +26,15 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteS
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.services.compaction import CompactionResult, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from tests.cluster.conftest import LOOPBACK, ConnectServer, StandaloneCluster, copy_table, run_client
+from tests.cluster.conftest import (
+    LOOPBACK,
+    PYTHON,
+    REPO_ROOT,
+    ConnectServer,
+    StandaloneCluster,
+    copy_table,
+    run_client,
+)
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.services.test_compaction import _assert_compacted, _generated
 
@@ -134,6 +142,13 @@ def test_cluster_spark_engine_snapshot_equals_in_process(cluster_run: ClusterRun
 def test_cluster_tasks_ran_on_the_deployment(cluster_run: ClusterRun) -> None:
     run = cluster_run
     report = run.report
+    probe = report["probe"]
+    assert probe, "the probe tasks returned nothing"
+    for p in probe:
+        assert p["pid"] != report["client_pid"], "a task ran in the client process"
+        assert p["python"] == PYTHON, "the executors do not run the venv's python"
+        # the checkout is importable on the executors (through PYTHONPATH; it need not be installed)
+        assert Path(p["package"]).resolve().parent.parent == REPO_ROOT, p["package"]
     if run.mode == "standalone":
         assert report["session_class"] == "pyspark.sql.session.SparkSession"  # classic, driver in the client
         assert report["master"] == run.url
@@ -149,10 +164,23 @@ def test_cluster_tasks_ran_on_the_deployment(cluster_run: ClusterRun) -> None:
         launched = run.executor_dirs or {}
         assert sorted(x for ids in launched.values() for x in ids) == sorted(e["id"] for e in executors), launched
         assert all(len(ids) == 1 for ids in launched.values()), launched
+        # the python workers ran in the executors' dirs <worker work dir>/<app id>/<executor id>, on both workers
+        workers = {Path(p["cwd"]).parent.parent.name for p in probe}
+        assert workers == {"worker-0", "worker-1"}, sorted(p["cwd"] for p in probe)
     else:
         assert report["session_class"] == "pyspark.sql.connect.session.SparkSession"
         assert report["client_has_jvm"] is False, "the Connect client started a local JVM"
         assert report["master"] == "local[2]"  # the server's master, not the client's
+
+
+def test_cluster_run_json_tasks_one_spark_task_per_payload(cluster_run: ClusterRun) -> None:
+    """``run_json_tasks`` promises one Spark task per payload (Hudi compacts one operation per task)."""
+    probe = cluster_run.report["probe"]
+    partitions = sorted(p["partition"] for p in probe)
+    assert len({p["attempt"] for p in probe}) == len(probe), (
+        f"{len(probe)} payloads ran in {len(set(partitions))} Spark task(s), partitions {partitions}: "
+        "repartition(n, 'idx') hash-partitions the indexes, several payloads share a task and others are empty"
+    )
 
 
 def test_cluster_write_tokens_come_from_the_spark_task(cluster_run: ClusterRun) -> None:

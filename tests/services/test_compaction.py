@@ -313,3 +313,25 @@ def test_compaction_plan_strategies_order_and_bound(tmp_path: Path) -> None:
     assert len(bounded.operations) == 1
     thresh = generate_plan(t, CompactionConfig(logfile_size_threshold=int(sizes[0])))
     assert all(op.metrics["TOTAL_LOG_FILES_SIZE"] >= sizes[0] for op in thresh.operations)
+
+
+def test_compaction_log_side_beyond_memory_budget_spills_and_gives_same_result(tmp_path: Path) -> None:
+    import shutil
+
+    path = _generated(tmp_path)
+    before = hudi_rs_snapshot(path)
+    sched = schedule_compaction(HudiTable(str(path)), force=True)
+    twin = tmp_path / "twin"
+    shutil.copytree(path, twin)
+    # hoodie.memory.compaction.max.size of 2 KB: every operation's log side spills to local disk
+    tiny = CompactionConfig.from_options({"hoodie.memory.compaction.max.size": "2048"})
+    assert tiny.memory_max_bytes == 2048
+    (spilled,) = run_compaction(HudiTable(str(path)), config=tiny)
+    (in_memory,) = run_compaction(HudiTable(str(twin)))
+    _assert_compacted(path, str(sched.instant), before)
+    assert_same_rows(read_snapshot_table(HudiTable(str(path))), read_snapshot_table(HudiTable(str(twin))),
+                     ignore=REWRITTEN_BY_SERVICES)
+    key = lambda s: s.fileId  # noqa: E731
+    for a, b in zip(sorted(spilled.stats, key=key), sorted(in_memory.stats, key=key), strict=True):
+        assert (a.numWrites, a.numUpdateWrites, a.numDeletes, a.numInserts, a.totalLogRecords) == (
+            b.numWrites, b.numUpdateWrites, b.numDeletes, b.numInserts, b.totalLogRecords)

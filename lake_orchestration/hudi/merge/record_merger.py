@@ -86,14 +86,27 @@ class LogRecords:
         return (self.records is None or self.records.num_rows == 0) and len(self.deleted_keys) == 0
 
 
-def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogRecords:
-    """Decode valid data/delete blocks (oldest first) and keep the latest version of each key."""
-    tables: list[pa.Table] = []
-    deletes: list[tuple[int, DeleteRecord]] = []
-    seq = 0
-    corrupt = 0
-    reasons: list[str] = []
+@dataclass
+class DecodedBlock:
+    """One valid log block, decoded: data rows (with a scan sequence column) or delete records."""
+
+    table: pa.Table | None = None
+    deletes: list[tuple[int, DeleteRecord]] = field(default_factory=list)
+    raw_size: int = 0
+
+
+@dataclass
+class DecodeState:
+    """What decoding learned along the way (needed to combine what was decoded)."""
+
+    seq: int = 0
+    corrupt: int = 0
+    reasons: list[str] = field(default_factory=list)
     ordering_wrapper: str | None = None
+
+
+def decode_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig, state: DecodeState) -> Iterator[DecodedBlock]:
+    """Decode valid data/delete blocks oldest first; undecodable content is counted as corrupt and skipped."""
     schema_cache: dict[str, dict[str, Any]] = {}
     for b in blocks:
         try:
@@ -103,40 +116,61 @@ def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogR
                 if schema is None:
                     schema = schema_cache[schema_json] = json.loads(schema_json)
                 t = decode_avro_data(b.content, schema_json, schema)
-                if config.ordering_field and ordering_wrapper is None:
-                    ordering_wrapper = _wrapper_of_field(schema, config.ordering_field)
+                if config.ordering_field and state.ordering_wrapper is None:
+                    state.ordering_wrapper = _wrapper_of_field(schema, config.ordering_field)
             elif b.block_type is LogBlockType.PARQUET_DATA_BLOCK:
                 t = decode_parquet_data(b.content)
-                if config.ordering_field and ordering_wrapper is None and b.get(HeaderKey.SCHEMA):
-                    ordering_wrapper = _wrapper_of_field(
+                if config.ordering_field and state.ordering_wrapper is None and b.get(HeaderKey.SCHEMA):
+                    state.ordering_wrapper = _wrapper_of_field(
                         json.loads(b.get(HeaderKey.SCHEMA) or "{}"), config.ordering_field
                     )
             elif b.block_type is LogBlockType.DELETE_BLOCK:
+                dels = []
                 for d in decode_delete_content(b.content):
-                    deletes.append((seq, d))
-                    seq += 1
+                    dels.append((state.seq, d))
+                    state.seq += 1
+                yield DecodedBlock(None, dels, len(b.content))
                 continue
             else:
                 continue
         except (BlockDecodeError, ValueError, pa.ArrowException) as err:
-            corrupt += 1
-            reasons.append(f"block at byte {b.offset} ({b.block_type.name}, instant {b.instant_time}): {err}")
+            state.corrupt += 1
+            state.reasons.append(f"block at byte {b.offset} ({b.block_type.name}, instant {b.instant_time}): {err}")
             continue
         n = t.num_rows
-        tables.append(t.append_column(_SEQ, pa.array(np.arange(seq, seq + n, dtype=np.int64))))
-        seq += n
-    total = seq
+        yield DecodedBlock(
+            t.append_column(_SEQ, pa.array(np.arange(state.seq, state.seq + n, dtype=np.int64))), [], len(b.content)
+        )
+        state.seq += n
+
+
+def combine_log_records(
+    tables: list[pa.Table], deletes: list[tuple[int, DeleteRecord]], config: MergeConfig, state: DecodeState
+) -> LogRecords:
+    """Keep the latest version of each key among decoded rows and deletes (scan sequence order)."""
     data = _concat(tables)
     if data is None and not deletes:
-        return LogRecords(None, pa.array([], pa.string()), total, corrupt, reasons)
-    winners, deleted = _dedupe(data, deletes, config, ordering_wrapper)
+        return LogRecords(None, pa.array([], pa.string()), state.seq, state.corrupt, list(state.reasons))
+    winners, deleted = _dedupe(data, deletes, config, state.ordering_wrapper)
     if data is None:
         records = None
     elif len(winners) == data.num_rows:
         records = data.drop_columns([_SEQ])  # every key once: no need to gather
     else:
         records = data.take(winners).drop_columns([_SEQ])
-    return LogRecords(records, pa.array(deleted, pa.string()), total, corrupt, reasons)
+    return LogRecords(records, pa.array(deleted, pa.string()), state.seq, state.corrupt, list(state.reasons))
+
+
+def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogRecords:
+    """Decode valid data/delete blocks (oldest first) and keep the latest version of each key."""
+    state = DecodeState()
+    tables: list[pa.Table] = []
+    deletes: list[tuple[int, DeleteRecord]] = []
+    for d in decode_log_blocks(blocks, config, state):
+        if d.table is not None:
+            tables.append(d.table)
+        deletes.extend(d.deletes)
+    return combine_log_records(tables, deletes, config, state)
 
 
 def _wrapper_of_field(schema: dict[str, Any], name: str) -> str | None:

@@ -103,8 +103,6 @@ class CompactionConfig:
                     kw[attr] = CompactionStrategyName.parse(raw)
                 elif attr == "compression":
                     kw[attr] = raw.lower()
-                elif attr == "memory_max_bytes" and raw.isdigit() and int(raw) < 100_000:
-                    kw[attr] = int(raw) * 1024 * 1024  # Flink's compaction.max_memory is in MB
                 else:
                     kw[attr] = int(raw)
             except ValueError as err:

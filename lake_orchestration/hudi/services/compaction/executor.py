@@ -10,13 +10,27 @@ is streamed by row group; the log side is held in memory (``hoodie.memory.compac
 from __future__ import annotations
 
 import json
+import math
+import os
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
-from lake_orchestration.hudi.merge.record_merger import MergeConfig, SliceMerger, conform, resolve_log_records
+from lake_orchestration.hudi.merge.record_merger import (
+    DecodeState,
+    MergeConfig,
+    SliceMerger,
+    combine_log_records,
+    conform,
+    decode_log_blocks,
+)
 from lake_orchestration.hudi.model.avro import CompactionOperation
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile, make_write_token
@@ -96,11 +110,35 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     )
     t0 = time.monotonic()
     blocks, scan = scan_blocks(storage, fs.log_files, flt)
-    log_records = resolve_log_records(blocks, mcfg)
-    scan_ms = int((time.monotonic() - t0) * 1000)
     avro = json.loads(task.avro_schema_json)
     schema = avro_to_arrow_schema(avro)
-    merger = SliceMerger(log_records, mcfg)
+    state = DecodeState()
+    decoded = decode_log_blocks(blocks, mcfg, state)
+    tables: list[pa.Table] = []
+    deletes: list = []
+    held = raw_seen = 0
+    spill: _Spill | None = None
+    raw_total = sum(len(b.content) for b in blocks)
+    for d in decoded:
+        if spill is not None:
+            spill.add(d)
+            continue
+        if d.table is not None:
+            tables.append(d.table)
+            held += d.table.nbytes
+        deletes.extend(d.deletes)
+        raw_seen += d.raw_size
+        if held > task.memory_max_bytes:
+            # Beyond hoodie.memory.compaction.max.size: hash-partition the log side to local disk and merge bucket
+            # by bucket (the base file is then read once per bucket, keeping only that bucket's rows).
+            expansion = max(held / max(raw_seen, 1), 1.0)
+            buckets = max(2, math.ceil(raw_total * expansion / task.memory_max_bytes) + 1)
+            spill = _Spill(buckets, mcfg.key_field)
+            for t in tables:
+                spill.add(_Decoded(t))
+            spill.add(_Decoded(None, deletes))
+            tables, deletes, held = [], [], 0
+    scan_ms = int((time.monotonic() - t0) * 1000)
     token = make_write_token(
         task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
     )
@@ -127,38 +165,49 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
 
     if base is not None:
         out()  # a base file is rewritten even if every record was deleted
-        pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
-        for batch in pf.iter_batches(batch_size=131_072):
-            merged = merger.merge_batch(conform(batch, schema))
-            out().write(merged)
-    inserts = merger.remaining_inserts(schema)
-    n_inserts = inserts.num_rows if inserts is not None else 0
-    if inserts is not None and n_inserts:
-        out().write(inserts)
+    parts = spill.buckets() if spill is not None else [(None, tables, deletes)]
+    updated = deleted = n_inserts = n_log_keys = 0
+    for bucket, b_tables, b_deletes in parts:
+        log_records = combine_log_records(b_tables, b_deletes, mcfg, state)
+        merger = SliceMerger(log_records, mcfg)
+        if base is not None:
+            pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
+            for batch in pf.iter_batches(batch_size=131_072):
+                if bucket is not None:
+                    batch = batch.filter(spill.mask(batch.column(mcfg.key_field), bucket))  # type: ignore[union-attr]
+                out().write(merger.merge_batch(conform(batch, schema)))
+        inserts = merger.remaining_inserts(schema)
+        if inserts is not None and inserts.num_rows:
+            n_inserts += inserts.num_rows
+            out().write(inserts)
+        updated += merger.updated
+        deleted += merger.deleted
+        n_log_keys += (log_records.records.num_rows if log_records.records is not None else 0) + len(
+            log_records.deleted_keys
+        )
+    if spill is not None:
+        spill.close()
     if writer is None:
         return None
     new_file = writer.close()
     rows = writer.rows
     upsert_ms = int((time.monotonic() - t1) * 1000)
-    n_log_keys = (log_records.records.num_rows if log_records.records is not None else 0) + len(
-        log_records.deleted_keys
-    )
     return WriteStat(
         fileId=task.file_id,
         path=new_file.relative_path,
         prevCommit=task.base_instant,
         numWrites=rows,
-        numDeletes=merger.deleted,
-        numUpdateWrites=merger.updated,
+        numDeletes=deleted,
+        numUpdateWrites=updated,
         numInserts=n_inserts,
         totalWriteBytes=new_file.size,
         partitionPath=p,
-        totalLogRecords=log_records.total_log_records,
+        totalLogRecords=state.seq,
         totalLogFilesCompacted=len(fs.log_files),
         totalLogSizeCompacted=int(task.log_files_size),
         totalUpdatedRecordsCompacted=n_log_keys,
         totalLogBlocks=scan.total_log_blocks,
-        totalCorruptLogBlock=scan.total_corrupt_blocks + log_records.corrupt_blocks,
+        totalCorruptLogBlock=scan.total_corrupt_blocks + state.corrupt,
         totalRollbackBlocks=scan.total_rollback_blocks,
         fileSizeInBytes=new_file.size,
         runtimeStats=RuntimeStats(
@@ -167,6 +216,52 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
             totalCreateTime=upsert_ms if base is None else 0,
         ),
     )
+
+
+class _Decoded:
+    def __init__(self, table: pa.Table | None, deletes: list | None = None) -> None:
+        self.table = table
+        self.deletes = deletes or []
+
+
+class _Spill:
+    """Log records hash-partitioned by record key into parquet files in a local temp dir."""
+
+    def __init__(self, buckets: int, key_field: str) -> None:
+        self.n = buckets
+        self.key_field = key_field
+        self.dir = tempfile.mkdtemp(prefix="lake-orch-compaction-spill-")
+        self.files: dict[int, list[str]] = {b: [] for b in range(buckets)}
+        self.deletes: dict[int, list] = {b: [] for b in range(buckets)}
+        self.count = 0
+
+    def bucket_of(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        return (pl.Series(values=keys).hash(seed=17).to_numpy() % self.n).astype(np.int64)
+
+    def mask(self, keys: pa.Array | pa.ChunkedArray, bucket: int) -> pa.Array:
+        return pa.array(self.bucket_of(keys) == bucket)
+
+    def add(self, d: object) -> None:
+        table = getattr(d, "table", None)
+        if table is not None and table.num_rows:
+            b = self.bucket_of(table.column(self.key_field))
+            for k in range(self.n):
+                part = table.filter(pa.array(b == k))
+                if part.num_rows:
+                    f = os.path.join(self.dir, f"{k}-{self.count}.parquet")
+                    pq.write_table(part, f, compression="lz4")
+                    self.files[k].append(f)
+                    self.count += 1
+        for seq, rec in getattr(d, "deletes", []):
+            k = int(self.bucket_of(pa.array([rec.record_key or ""]))[0])
+            self.deletes[k].append((seq, rec))
+
+    def buckets(self):  # type: ignore[no-untyped-def]
+        for k in range(self.n):
+            yield k, [pq.read_table(f) for f in self.files[k]], self.deletes[k]
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def run_operations(tasks: list[OperationTask], *, spark: object = None) -> list[WriteStat]:
