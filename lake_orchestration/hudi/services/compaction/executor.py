@@ -4,7 +4,9 @@ Mirrors ``HoodieCompactor.compact``: merged log scan of the plan's log files up 
 (uncommitted and rolled-back blocks dropped, corrupt blocks skipped and counted), merge with the base file by the
 payload's semantics (or insert-only without a base file), and a new base file ``{fileId}_{token}_{instant}.parquet``
 that keeps every record's ``_hoodie_commit_time``/``_hoodie_commit_seqno`` and carries Hudi's footer. The base file
-is streamed by row group; the log side is held in memory (``hoodie.memory.compaction.max.size`` is reported).
+is streamed by row group. The decoded log side is held in memory up to ``hoodie.memory.compaction.max.size``
+(Flink: ``compaction.max_memory`` in MB, default 100 MB); beyond it, log records are hash-partitioned by record
+key into local spill files and each bucket is merged with the base file's rows of that bucket in turn.
 """
 
 from __future__ import annotations
