@@ -32,8 +32,9 @@ options = WriteOptions(
 trips = generate_trips(300, partitions=3, seed=1)
 write_table(path, trips, operation="bulk_insert", options=options)
 write_table(path, generate_updates(trips, fraction=0.2, seed=2), operation="upsert", options=options)
-write_table(path, generate_updates(trips, fraction=0.2, seed=3, ts_offset=20_000_000), operation="upsert",
-            options=options)
+write_table(
+    path, generate_updates(trips, fraction=0.2, seed=3, ts_offset=20_000_000), operation="upsert", options=options
+)
 write_table(path, pick_deletes(trips, fraction=0.05, seed=4), operation="delete", options=options)
 
 table = HudiTable(path)
@@ -58,8 +59,10 @@ for op in scheduled.plan.operations:
 # --8<-- [start:run]
 (result,) = run_compaction(table, config=config)  # the oldest pending plan (FIFO), in-process
 assert result.instant == scheduled.instant and result.rolled_back_attempt is None
-print(f"committed {result.instant}: {result.operations} file group(s), {result.rows_written} rows written,",
-      f"{result.log_records} log records merged")
+print(
+    f"committed {result.instant}: {result.operations} file group(s), {result.rows_written} rows written,",
+    f"{result.log_records} log records merged",
+)
 # --8<-- [end:run]
 
 # The snapshot is unchanged; every latest slice is now a base file written at the compaction instant.

@@ -87,8 +87,10 @@ class SparkEngine:
             schema=schema,
         )
         # one partition per file slice (no sparkContext: this must work over Spark Connect)
-        ops = self.spark.createDataFrame([(slice_to_json(s),) for s in slices], "slice string").repartition(
-            max(1, min(len(slices), 256))
+        ops = (
+            self.spark.createDataFrame([(i, slice_to_json(s)) for i, s in enumerate(slices)], "idx int, slice string")
+            .repartitionByRange(max(1, min(len(slices), 256)), "idx")
+            .select("slice")
         )
         return ops.mapInArrow(task, spark_schema)
 

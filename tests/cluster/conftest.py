@@ -328,7 +328,7 @@ class ConnectServer:
         return Path(self._env["SPARK_PID_DIR"]) / f"spark-{self._env['SPARK_IDENT_STRING']}-{CONNECT_CLASS}-1.pid"
 
     def _logs(self) -> list[Path]:
-        return sorted((self.root / "logs").glob("*.out")) + [self.root / "logs" / "launcher.log"]
+        return [*sorted((self.root / "logs").glob("*.out")), self.root / "logs" / "launcher.log"]
 
     def __enter__(self) -> ConnectServer:
         require_java()

@@ -18,7 +18,8 @@ def run_json_tasks(spark: Any, payloads: list[str], task: str) -> list[str]:
     if not payloads:
         return []
     df = spark.createDataFrame([(i, p) for i, p in enumerate(payloads)], "idx int, payload string")
-    df = df.repartition(len(payloads), "idx")
+    # range partitioning on the index gives exactly one payload per partition (hash partitioning does not)
+    df = df.repartitionByRange(len(payloads), "idx")
     rows = df.mapInArrow(_Task(task), "result string").collect()
     return [r["result"] for r in rows]
 

@@ -33,7 +33,7 @@ def run_tasks_on_spark(spark: Any, tasks: list[tuple[FileGroupWriteContext, pa.T
     df = spark.createDataFrame(data)
     # one Spark partition per file group up to a bound (no sparkContext: this must work over Spark Connect)
     parallelism = max(1, min(len(tasks), 256))
-    df = df.repartition(parallelism, GROUP_COLUMN)
+    df = df.repartitionByRange(parallelism, GROUP_COLUMN)
     fn = _WriteGroups(contexts, data.schema)
     rows = df.mapInArrow(fn, "stat string").collect()
     return [WriteStat.from_json_obj(json.loads(r["stat"])) for r in rows]

@@ -84,9 +84,19 @@ class OperationTask:
 
 
 def execute_operation_json(payload: str) -> list[str]:
-    """Spark entry point: a JSON :class:`OperationTask` in, JSON write stats out."""
+    """Spark entry point: a JSON :class:`OperationTask` in, JSON write stats out.
+
+    The write token comes from the Spark task (``{partitionId}-{stageId}-{taskAttemptId}``, as Hudi), so a retried or
+    speculative attempt writes a different file name and the commit keeps only the one in the write stats.
+    """
+    from pyspark import TaskContext
+
     task = OperationTask(**json.loads(payload))
-    stat = execute_operation(task)
+    tc = TaskContext.get()
+    if tc is not None:
+        stat = execute_operation(task, stage_id=tc.stageId(), attempt_id=tc.taskAttemptId())
+    else:
+        stat = execute_operation(task)
     return [json.dumps(stat.to_json_obj())] if stat is not None else []
 
 
