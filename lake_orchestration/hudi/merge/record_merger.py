@@ -315,6 +315,45 @@ def conform(table: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+class _KeyLookup:
+    """Positions of keys in a fixed key set, built once and probed per base batch.
+
+    ``pyarrow.compute.index_in`` rebuilds its hash set on every call, which made merging a large base file
+    quadratic-ish (batches x log keys). Here the key set is hashed once (64-bit, polars), sorted, and each batch is
+    located with ``numpy.searchsorted`` and confirmed by comparing the strings. A hash collision inside the key set
+    falls back to ``index_in``.
+    """
+
+    _SEED = 0x5EED
+
+    def __init__(self, keys: pa.Array) -> None:
+        self.keys = keys
+        self.n = len(keys)
+        h = pl.Series(values=keys).hash(seed=self._SEED).to_numpy() if self.n else np.array([], dtype=np.uint64)
+        self.order = np.argsort(h, kind="stable")
+        self.sorted = h[self.order]
+        self.fallback = bool(self.n > 1 and (np.diff(self.sorted) == 0).any())
+
+    def positions(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Index of each key in the set, -1 when absent."""
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        if self.n == 0:
+            return np.full(len(keys), -1, dtype=np.int64)
+        if self.fallback:
+            return pc.fill_null(pc.index_in(keys, value_set=self.keys), -1).to_numpy(zero_copy_only=False)
+        h = pl.Series(values=keys).hash(seed=self._SEED).to_numpy()
+        idx = np.minimum(np.searchsorted(self.sorted, h), self.n - 1)
+        cand = self.order[idx]
+        out = np.full(len(h), -1, dtype=np.int64)
+        where = np.nonzero(self.sorted[idx] == h)[0]
+        if len(where):
+            same = pc.equal(keys.take(pa.array(where)), self.keys.take(pa.array(cand[where])))
+            ok = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+            out[where[ok]] = cand[where[ok]]
+        return out
+
+
 class SliceMerger:
     """Merges the resolved log records of one slice into its base batches, then emits the log-only inserts."""
 
@@ -325,6 +364,7 @@ class SliceMerger:
         self._n = recs.num_rows if recs is not None else 0
         rec_keys = recs.column(config.key_field).combine_chunks() if recs is not None else pa.array([], pa.string())
         self._probe = pa.concat_arrays([rec_keys.cast(pa.string()), log_records.deleted_keys])
+        self._lookup = _KeyLookup(self._probe)
         self._matched = np.zeros(self._n, dtype=bool)
         self._is_deleted = None
         if recs is not None and IS_DELETED_FIELD in recs.column_names:
@@ -338,7 +378,7 @@ class SliceMerger:
             return pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         keys = table.column(self.config.key_field)
-        pos = pc.fill_null(pc.index_in(keys, value_set=self._probe), -1).to_numpy(zero_copy_only=False)
+        pos = self._lookup.positions(keys)
         hit = pos >= 0
         if not hit.any():
             return table
