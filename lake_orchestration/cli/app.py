@@ -584,11 +584,18 @@ def compaction_show(path: str, as_json: bool) -> None:
 @_errors
 def compaction_rollback(path: str, instant_time: str, dry_run: bool) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
-    from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
+    from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
 
-    r = rollback_inflight_compaction(HudiTable(path), instant_time, dry_run=dry_run)
+    t = HudiTable(path)
+    r = rollback_inflight_compaction(t, instant_time, dry_run=dry_run)
     if dry_run:
-        click.echo(f"Dry run: compaction {instant_time} is inflight and would be rolled back")
+        files = [f for fs in files_to_roll_back(t, instant_time).values() for f in fs]
+        click.echo(
+            f"Dry run: compaction {instant_time} is inflight and would be rolled back; {len(files)} file(s) "
+            "would be deleted:"
+        )
+        for f in files:
+            click.echo(f"  {t.storage.uri(f)}")
     else:
         click.echo(f"Rolled back compaction {instant_time} (rollback instant {r.time if r else '?'})")
 

@@ -137,8 +137,9 @@ def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) ->
     }[cfg.trigger_strategy]
     if ok:
         return None
+    since_what = f"since compaction {last_compaction}" if last_compaction else "in total (no compaction yet)"
     return (
-        f"{cfg.trigger_strategy.value} not met: {n} delta commit(s) since {last_ts} "
+        f"{cfg.trigger_strategy.value} not met: {n} delta commit(s) {since_what}, first at {last_ts} "
         f"(hoodie.compact.inline.max.delta.commits={cfg.max_delta_commits}), {int(elapsed)} s elapsed "
         f"(hoodie.compact.inline.max.delta.seconds={cfg.max_delta_seconds})"
     )

@@ -21,7 +21,7 @@ from lake_orchestration.hudi.model.avro import (
     RollbackRequest,
 )
 from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 
@@ -40,6 +40,13 @@ def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict
             if bf.instant == instant and bf.file_id in ids:
                 out.setdefault(p, []).append(table.storage.join(p, f.name))
     return out
+
+
+def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
+    """Partition -> base files the inflight attempt of compaction ``instant`` wrote (what a rollback deletes)."""
+    req = Instant(InstantTime(instant), Action.COMPACTION, State.REQUESTED)
+    plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    return _attempt_files(table, plan, instant)
 
 
 def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: bool = False) -> Instant | None:
@@ -99,8 +106,6 @@ def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: boo
             table.storage.delete_file(path, missing_ok=True)
             deleted.setdefault(p, []).append(table.storage.uri(path))
     table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
-    inflight_file = table.instant_path(Instant(comp.time, Action.COMPACTION, State.INFLIGHT))
-    table.storage.delete_file(inflight_file, missing_ok=True)
     meta = RollbackMetadata(
         start_rollback_time=str(rb_inflight.time),
         time_taken_in_millis=int((time.monotonic() - start) * 1000),
@@ -119,4 +124,11 @@ def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: boo
         version=1,
         instants_rollback=(InstantInfo(commit_time=instant, action=Action.COMPACTION.value),),
     )
-    return table.transition_to_completed(rb_inflight, meta.to_bytes())
+    done = table.transition_to_completed(rb_inflight, meta.to_bytes())
+    # Last, revert the compaction to requested (Java's order): a crash before this leaves the compaction inflight,
+    # and the next run rolls it back again (its files are gone already), never a rollback left pending.
+    table.storage.delete_file(
+        table.instant_path(Instant(comp.time, Action.COMPACTION, State.INFLIGHT)), missing_ok=True
+    )
+    table.refresh()
+    return done
