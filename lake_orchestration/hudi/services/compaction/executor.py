@@ -264,9 +264,11 @@ class _Spill:
                     pq.write_table(part, f, compression="lz4")
                     self.files[k].append(f)
                     self.count += 1
-        for seq, rec in getattr(d, "deletes", []):
-            k = int(self.bucket_of(pa.array([rec.record_key or ""]))[0])
-            self.deletes[k].append((seq, rec))
+        dels = getattr(d, "deletes", [])
+        if dels:
+            buckets = self.bucket_of(pa.array([rec.record_key or "" for _, rec in dels], pa.string()))
+            for (seq, rec), k in zip(dels, buckets.tolist(), strict=True):
+                self.deletes[k].append((seq, rec))
 
     def buckets(self):  # type: ignore[no-untyped-def]
         for k in range(self.n):
