@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -319,9 +320,9 @@ class _KeyLookup:
     """Positions of keys in a fixed key set, built once and probed per base batch.
 
     ``pyarrow.compute.index_in`` rebuilds its hash set on every call, which made merging a large base file
-    quadratic-ish (batches x log keys). Here the key set is hashed once (64-bit, polars), sorted, and each batch is
-    located with ``numpy.searchsorted`` and confirmed by comparing the strings. A hash collision inside the key set
-    falls back to ``index_in``.
+    quadratic-ish (batches x log keys). Here the key set is hashed once (64-bit, polars) into a pandas hash index,
+    each batch's key hashes are looked up in it and hits are confirmed by comparing the strings. A hash collision
+    inside the key set falls back to ``index_in``.
     """
 
     _SEED = 0x5EED
@@ -330,9 +331,8 @@ class _KeyLookup:
         self.keys = keys
         self.n = len(keys)
         h = pl.Series(values=keys).hash(seed=self._SEED).to_numpy() if self.n else np.array([], dtype=np.uint64)
-        self.order = np.argsort(h, kind="stable")
-        self.sorted = h[self.order]
-        self.fallback = bool(self.n > 1 and (np.diff(self.sorted) == 0).any())
+        self.index = pd.Index(h)
+        self.fallback = bool(self.n > 1 and not self.index.is_unique)
 
     def positions(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Index of each key in the set, -1 when absent."""
@@ -342,16 +342,13 @@ class _KeyLookup:
             return np.full(len(keys), -1, dtype=np.int64)
         if self.fallback:
             return pc.fill_null(pc.index_in(keys, value_set=self.keys), -1).to_numpy(zero_copy_only=False)
-        h = pl.Series(values=keys).hash(seed=self._SEED).to_numpy()
-        idx = np.minimum(np.searchsorted(self.sorted, h), self.n - 1)
-        cand = self.order[idx]
-        out = np.full(len(h), -1, dtype=np.int64)
-        where = np.nonzero(self.sorted[idx] == h)[0]
+        cand = self.index.get_indexer(pl.Series(values=keys).hash(seed=self._SEED).to_numpy()).astype(np.int64)
+        where = np.nonzero(cand >= 0)[0]
         if len(where):
             same = pc.equal(keys.take(pa.array(where)), self.keys.take(pa.array(cand[where])))
             ok = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
-            out[where[ok]] = cand[where[ok]]
-        return out
+            cand[where[~ok]] = -1
+        return cand
 
 
 class SliceMerger:

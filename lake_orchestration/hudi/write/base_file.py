@@ -29,6 +29,11 @@ def seqnos(instant: str, task_partition_id: int, n: int, start: int = 0) -> pa.A
     return pc.binary_join_element_wise(f"{instant}_{task_partition_id}_", idx, "")
 
 
+def constant_strings(value: str, n: int) -> pa.Array:
+    """A string column holding ``value`` n times, built in C++ (a Python list of n strings is slow at scale)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).dictionary_decode()
+
+
 def _java_key(k: str) -> bytes:
     return k.encode("utf-16-be")
 
@@ -106,10 +111,10 @@ class BaseFileWriter:
         names = table.schema.names
         for f in self.schema:
             if f.name == FILE_NAME:
-                cols[f.name] = pa.array([self.base_file.name] * n, pa.string())
+                cols[f.name] = constant_strings(self.base_file.name, n)
             elif f.name in (COMMIT_TIME, COMMIT_SEQNO) and not (self.preserve and f.name in names):
                 cols[f.name] = (
-                    pa.array([self.instant] * n, pa.string())
+                    constant_strings(self.instant, n)
                     if f.name == COMMIT_TIME
                     else seqnos(self.instant, self.task, n, self.rows)
                 )

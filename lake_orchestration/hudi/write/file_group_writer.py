@@ -41,7 +41,7 @@ from lake_orchestration.hudi.model.schema import (
     RECORD_KEY,
     avro_to_arrow_schema,
 )
-from lake_orchestration.hudi.write.base_file import seqnos, write_base_file
+from lake_orchestration.hudi.write.base_file import constant_strings, seqnos, write_base_file
 from lake_orchestration.hudi.write.records import OP_COLUMN
 from lake_orchestration.io.storage import Storage
 
@@ -175,11 +175,11 @@ def _log_rows(rows: pa.Table, ctx: FileGroupWriteContext, schema: pa.Schema) -> 
     cols = {}
     for f in schema:
         if f.name == COMMIT_TIME:
-            cols[f.name] = pa.array([ctx.instant] * n, pa.string())
+            cols[f.name] = constant_strings(ctx.instant, n)
         elif f.name == COMMIT_SEQNO:
             cols[f.name] = seqnos(ctx.instant, ctx.task_partition_id, n)
         elif f.name == FILE_NAME:
-            cols[f.name] = pa.array([ctx.file_id] * n, pa.string())
+            cols[f.name] = constant_strings(ctx.file_id, n)
         elif f.name in rows.column_names:
             c = rows.column(f.name)
             cols[f.name] = c.cast(f.type) if c.type != f.type else c
@@ -289,7 +289,7 @@ def _merge(
     new_rows = data.take(pa.array(np.concatenate([take_new, inserts]).astype(np.int64)))
     new_rows = conform(new_rows, schema)
     new_rows = new_rows.set_column(
-        schema.get_field_index(COMMIT_TIME), COMMIT_TIME, pa.array([ctx.instant] * new_rows.num_rows, pa.string())
+        schema.get_field_index(COMMIT_TIME), COMMIT_TIME, constant_strings(ctx.instant, new_rows.num_rows)
     )
     new_rows = new_rows.set_column(
         schema.get_field_index(COMMIT_SEQNO),
