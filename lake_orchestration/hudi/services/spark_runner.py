@@ -37,3 +37,10 @@ class _Task:
                 out.extend(fn(payload))
         if out:
             yield pa.RecordBatch.from_pydict({"result": out})
+
+
+def warm_up(payload: str) -> list[str]:
+    """A no-op task that imports the per-file-group code, so Python workers are started before timed work."""
+    import lake_orchestration.hudi.services.compaction.executor  # noqa: F401
+
+    return []
