@@ -29,6 +29,8 @@ class _Task:
         self.task = task
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # A Spark task owns one core: keep Arrow's own thread pool from competing with the other tasks.
+        pa.set_cpu_count(1)
         module, _, name = self.task.partition(":")
         fn = getattr(importlib.import_module(module), name)
         out: list[str] = []
