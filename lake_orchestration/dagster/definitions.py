@@ -1,16 +1,33 @@
-"""``build_hudi_definitions``: one ``hudi/<table>`` asset per configured table, carrying its health.
+"""``build_hudi_definitions``: per configured table, the assets, jobs, schedules, sensors and checks of its services.
 
-The table asset is observed, not rebuilt: materializing it records the table's health (file groups, log files
-per slice, pending instants, timeline length) as metadata. Table services (compaction, clean, archive, rollback)
-attach to these assets as they land.
+Per table ``t``:
+
+* ``hudi/t`` — the table; materializing it records its health (file groups, log files, pending instants) as metadata;
+* ``hudi/t/compaction`` — one dynamic partition per compaction instant; materializing a partition executes that plan
+  and commits it (write stats, rows, bytes, durations and the plan's operations as metadata), so a backfill over the
+  partitions runs every pending plan, each exactly once (a committed plan is a no-op);
+* ``t__schedule_compaction`` — schedule-plan (Hudi's trigger strategy decides), with a schedule;
+* ``t__pending_compaction_sensor`` — adds a partition per newly requested plan and requests its run (run key =
+  instant; FIFO/LIFO; a maximum per tick; a cursor of seen instants that fails loudly when unreadable);
+* asset checks on ``hudi/t``: oldest pending compaction age, log files per slice, active timeline length.
+
+Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance).
 """
 
+import json
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
+import pendulum
 
-from lake_orchestration.hudi.model.instant import Action
+from lake_orchestration.hudi.model.instant import Action, InstantTime
+from lake_orchestration.hudi.services.compaction import (
+    CompactionConfig,
+    execute_compaction,
+    schedule_compaction,
+)
 from lake_orchestration.hudi.table import HudiTable
 
 
@@ -18,16 +35,34 @@ class HudiTableConfig(dg.Config):
     """One Hudi table managed by lake_orchestration."""
 
     name: str
-    """Dagster-facing table name (asset key ``hudi/<name>``)."""
+    """Dagster-facing table name (asset keys ``hudi/<name>``, job names ``<name>__...``)."""
     base_path: str
     """Table base path or URI."""
+    compaction_options: dict[str, str] = {}  # noqa: RUF012 - pydantic copies field defaults
+    """Compaction options under Hudi's keys (``hoodie.compact.inline.max.delta.commits`` ...)."""
+    compaction_seq: Literal["FIFO", "LIFO"] = "FIFO"
+    """Order in which the sensor requests pending plans (``--seq``)."""
+    max_plans_per_tick: int = 5
+    """Run requests the pending-compaction sensor emits at most per evaluation."""
+    engine: Literal["spark", "local"] = "spark"
+    """Where compaction operations run: the ``pyspark`` resource, or in-process."""
+    schedule_cron: str = "*/15 * * * *"
+    """Cron of the schedule-compaction job."""
+    max_pending_plan_age_seconds: int = 24 * 3600
+    """Asset check: the oldest pending compaction plan may not be older than this."""
+    max_log_files_per_slice: int = 50
+    """Asset check: no latest file slice may have more log files than this."""
+    max_active_timeline_instants: int = 30
+    """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
 
 
 def table_health(table: HudiTable) -> dict[str, Any]:
-    """Health figures of a table, as plain values (also used by asset checks later)."""
+    """Health figures of a table, as plain values."""
     view = table.fs_view()
-    slices = view.latest_file_slices()
     tl = table.timeline
+    latest = tl.latest_completed_commit_time()
+    # what a snapshot read merges: under a pending compaction, the previous slice's logs still count
+    slices = view.latest_merged_file_slices_before_or_on(str(latest)) if latest else []
     logs = [len(s.log_files) for s in slices]
     return {
         "table_type": table.config.table_type.value,
@@ -42,13 +77,22 @@ def table_health(table: HudiTable) -> dict[str, Any]:
     }
 
 
+def _table_key(cfg: HudiTableConfig) -> dg.AssetKey:
+    return dg.AssetKey(["hudi", cfg.name])
+
+
+def compaction_partitions(cfg: HudiTableConfig) -> dg.DynamicPartitionsDefinition:
+    return dg.DynamicPartitionsDefinition(name=f"{cfg.name}__compaction_instants")
+
+
 def _table_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
     @dg.asset(
-        key=dg.AssetKey(["hudi", cfg.name]),
+        key=_table_key(cfg),
         group_name="hudi",
         kinds={"hudi"},
         description=f"Hudi table {cfg.name} at {cfg.base_path}",
         metadata={"base_path": cfg.base_path},
+        pool=f"hudi_{cfg.name}",
     )
     def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         health = table_health(HudiTable(cfg.base_path))
@@ -58,6 +102,178 @@ def _table_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
     return _asset
 
 
-def build_hudi_definitions(*, tables: Sequence[HudiTableConfig]) -> dg.Definitions:
-    """Definitions for every configured table."""
-    return dg.Definitions(assets=[_table_asset(t) for t in tables])
+def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
+    parts = compaction_partitions(cfg)
+
+    @dg.asset(
+        key=dg.AssetKey(["hudi", cfg.name, "compaction"]),
+        group_name="hudi",
+        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
+        partitions_def=parts,
+        deps=[_table_key(cfg)],
+        description=f"Compaction plans of {cfg.name}: one partition per compaction instant",
+        retry_policy=dg.RetryPolicy(max_retries=2, delay=10),
+        pool=f"hudi_{cfg.name}",
+        required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
+    )
+    def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        instant = context.partition_key
+        table = HudiTable(cfg.base_path)
+        done = table.timeline.get(instant, Action.COMMIT)
+        if done is not None and done.is_completed:
+            context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
+            return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        r = execute_compaction(
+            table, instant, config=CompactionConfig.from_options(cfg.compaction_options), spark=spark
+        )
+        ops = [
+            {
+                "partition": s.partitionPath,
+                "file_id": s.fileId,
+                "rows": s.numWrites,
+                "log_records": s.totalLogRecords,
+                "log_files": s.totalLogFilesCompacted,
+            }
+            for s in r.stats
+        ]
+        return dg.MaterializeResult(
+            metadata={
+                "instant": instant,
+                "operations": r.operations,
+                "rows_written": r.rows_written,
+                "bytes_written": r.bytes_written,
+                "log_records_merged": r.log_records,
+                "seconds": round(r.seconds, 3),
+                "rolled_back_attempt": r.rolled_back_attempt or "",
+                "write_stats": dg.MetadataValue.json(ops),
+            }
+        )
+
+    return _asset
+
+
+def _schedule_job(cfg: HudiTableConfig) -> dg.JobDefinition:
+    @dg.op(name=f"{cfg.name}__schedule_compaction_op", pool=f"hudi_{cfg.name}")
+    def schedule_op(context: dg.OpExecutionContext) -> None:
+        r = schedule_compaction(HudiTable(cfg.base_path), config=CompactionConfig.from_options(cfg.compaction_options))
+        context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
+        context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
+
+    @dg.job(name=f"{cfg.name}__schedule_compaction")
+    def job() -> None:
+        schedule_op()
+
+    return job
+
+
+def _pending_sensor(cfg: HudiTableConfig, job: Any) -> dg.SensorDefinition:
+    parts = compaction_partitions(cfg)
+
+    @dg.sensor(name=f"{cfg.name}__pending_compaction_sensor", job=job, minimum_interval_seconds=30)
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        seen = _read_cursor(context.cursor, cfg.name)
+        pending = [str(i.time) for i in HudiTable(cfg.base_path).timeline.pending_compactions()]
+        new = [t for t in pending if t not in seen]
+        if cfg.compaction_seq == "LIFO":
+            new.reverse()
+        batch = new[: cfg.max_plans_per_tick]
+        if not batch:
+            return dg.SensorResult(skip_reason=f"no new pending compaction plan on {cfg.name}")
+        known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()
+        return dg.SensorResult(
+            run_requests=[dg.RunRequest(run_key=t, partition_key=t, tags={"hudi/instant": t}) for t in batch],
+            dynamic_partitions_requests=[parts.build_add_request([t for t in batch if t not in known])],
+            cursor=json.dumps({"seen": sorted(seen | set(batch))}),
+        )
+
+    return _sensor
+
+
+def _read_cursor(cursor: str | None, table: str) -> set[str]:
+    if not cursor:
+        return set()
+    try:
+        data = json.loads(cursor)
+        seen = data["seen"]
+        if not isinstance(seen, list):
+            raise TypeError("'seen' is not a list")
+        return {str(InstantTime(s)) for s in seen}
+    except (ValueError, KeyError, TypeError) as err:
+        # never restart silently: that would re-request every plan
+        raise dg.Failure(
+            f"Cannot decode the cursor of {table}__pending_compaction_sensor: {cursor[:200]!r} ({err}); expected "
+            '{"seen": [instants]}. Reset the cursor explicitly in the UI if intended.'
+        ) from err
+
+
+def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
+    key = _table_key(cfg)
+
+    @dg.asset_check(asset=key, name="oldest_pending_compaction_age")
+    def pending_age() -> dg.AssetCheckResult:
+        tl = HudiTable(cfg.base_path).timeline
+        pending = list(tl.pending_compactions())
+        if not pending:
+            return dg.AssetCheckResult(passed=True, metadata={"pending_plans": 0})
+        oldest = pending[0].time
+        age = time.time() - InstantTime(oldest).to_datetime(str(pendulum.local_timezone().name)).timestamp()
+        return dg.AssetCheckResult(
+            passed=age <= cfg.max_pending_plan_age_seconds,
+            metadata={"pending_plans": len(pending), "oldest_instant": str(oldest), "age_seconds": int(age)},
+        )
+
+    @dg.asset_check(asset=key, name="log_files_per_slice")
+    def log_files() -> dg.AssetCheckResult:
+        h = table_health(HudiTable(cfg.base_path))
+        return dg.AssetCheckResult(
+            passed=h["max_log_files_per_slice"] <= cfg.max_log_files_per_slice,
+            metadata={"max_log_files_per_slice": h["max_log_files_per_slice"], "limit": cfg.max_log_files_per_slice},
+        )
+
+    @dg.asset_check(asset=key, name="active_timeline_length")
+    def timeline_length() -> dg.AssetCheckResult:
+        n = len(HudiTable(cfg.base_path).timeline)
+        return dg.AssetCheckResult(
+            passed=n <= cfg.max_active_timeline_instants,
+            metadata={"instants": n, "hoodie.keep.max.commits": cfg.max_active_timeline_instants},
+        )
+
+    return [pending_age, log_files, timeline_length]
+
+
+def build_hudi_definitions(
+    *, tables: Sequence[HudiTableConfig], spark_config: dict[str, str] | None = None
+) -> dg.Definitions:
+    """Definitions for every configured table (see the module docstring), with a lazy ``pyspark`` resource."""
+    from dagster_pyspark import LazyPySparkResource
+
+    assets: list[Any] = []
+    jobs: list[Any] = []
+    schedules: list[Any] = []
+    sensors: list[Any] = []
+    checks: list[Any] = []
+    for cfg in tables:
+        assets += [_table_asset(cfg), _compaction_asset(cfg)]
+        compaction_job = dg.define_asset_job(
+            f"{cfg.name}__compaction",
+            selection=dg.AssetSelection.assets(dg.AssetKey(["hudi", cfg.name, "compaction"])),
+        )
+        sched_job = _schedule_job(cfg)
+        jobs += [compaction_job, sched_job]
+        schedules.append(
+            dg.ScheduleDefinition(
+                name=f"{cfg.name}__schedule_compaction_schedule", job=sched_job, cron_schedule=cfg.schedule_cron
+            )
+        )
+        sensors.append(_pending_sensor(cfg, compaction_job))
+        checks += _checks(cfg)
+    conf = {"spark.master": "local[*]", "spark.ui.enabled": "false", **(spark_config or {})}
+    return dg.Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=schedules,
+        sensors=sensors,
+        asset_checks=checks,
+        resources={"pyspark": LazyPySparkResource(spark_config=conf)},
+    )

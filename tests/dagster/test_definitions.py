@@ -38,3 +38,20 @@ def test_table_asset_materialize_reports_health(hudi_fixture) -> None:
     assert md["file_groups"] == 1
     assert md["log_files"] == 3
     assert md["table_type"] == "MERGE_ON_READ"
+
+
+def test_dagster_definitions_validate_workspace_passes(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    dagster_cli = Path(sys.executable).parent / "dagster"
+    env = {**os.environ, "LAKE_ORCH_DEMO_DIR": str(tmp_path / "demo"), "DAGSTER_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": str(REPO_ROOT)}
+    (tmp_path / "home").mkdir()
+    proc = subprocess.run([str(dagster_cli), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "All code locations passed validation" in proc.stdout + proc.stderr

@@ -1,0 +1,126 @@
+"""Dagster objects of the compaction service: the pending-plan sensor, partition runs, a backfill, asset checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.compute as pc
+import pytest
+
+from lake_orchestration.dagster import HudiTableConfig, build_hudi_definitions
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.services.compaction import schedule_compaction
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+
+pytestmark = pytest.mark.dagster
+
+
+def _three_plans(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A MOR table with three pending compaction plans, one per city partition."""
+    path = tmp_path / "t"
+    opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
+                        hive_style_partitioning=True, small_file_limit=0)
+    base = generate_trips(300, partitions=3, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    plans = []
+    for n, city in enumerate(sorted(set(base.column("city").to_pylist()))):
+        part = base.filter(pc.equal(base.column("city"), city))
+        write_table(str(path), generate_updates(part, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
+                    operation="upsert", options=opts)
+        r = schedule_compaction(HudiTable(str(path)), force=True)
+        assert r.scheduled and {op.partition_path for op in r.plan.operations} == {f"city={city}"}
+        plans.append(str(r.instant))
+    return path, plans
+
+
+def _defs(path: Path, **kw: object) -> tuple[dg.Definitions, HudiTableConfig]:
+    cfg = HudiTableConfig(name="t", base_path=str(path), engine="local", **kw)
+    return build_hudi_definitions(tables=[cfg]), cfg
+
+
+def test_definitions_per_table_objects_named_after_hudi(tmp_path: Path) -> None:
+    path, _ = _three_plans(tmp_path)
+    defs, _ = _defs(path)
+    keys = {a.key for a in defs.resolve_all_asset_specs()}
+    assert keys == {dg.AssetKey(["hudi", "t"]), dg.AssetKey(["hudi", "t", "compaction"])}
+    assert defs.resolve_job_def("t__schedule_compaction") is not None
+    assert defs.resolve_sensor_def("t__pending_compaction_sensor") is not None
+    assert defs.resolve_schedule_def("t__schedule_compaction_schedule").cron_schedule == "*/15 * * * *"
+    checks = {k.name for k in defs.resolve_asset_graph().asset_check_keys}
+    assert checks == {"oldest_pending_compaction_age", "log_files_per_slice", "active_timeline_length"}
+
+
+@pytest.mark.parametrize(("seq", "expected"), [("FIFO", [0, 1]), ("LIFO", [2, 1])])
+def test_pending_sensor_orders_respects_max_and_keeps_cursor(tmp_path: Path, seq: str, expected: list[int]) -> None:
+    path, plans = _three_plans(tmp_path)
+    defs, _ = _defs(path, compaction_seq=seq, max_plans_per_tick=2)
+    sensor = defs.resolve_sensor_def("t__pending_compaction_sensor")
+    with dg.instance_for_test() as instance:
+        ctx = dg.build_sensor_context(instance=instance, definitions=defs)
+        result = sensor(ctx)
+        assert [r.run_key for r in result.run_requests] == [plans[i] for i in expected]
+        assert [r.partition_key for r in result.run_requests] == [plans[i] for i in expected]
+        (add,) = result.dynamic_partitions_requests
+        assert sorted(add.partition_keys) == sorted(plans[i] for i in expected)
+        # the next tick (cursor kept) requests only the remaining plan
+        ctx2 = dg.build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor)
+        second = sensor(ctx2)
+        assert [r.run_key for r in second.run_requests] == [p for i, p in enumerate(plans) if i not in expected]
+        third = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=second.cursor))
+        assert not third.run_requests
+
+
+def test_pending_sensor_unreadable_cursor_fails_loudly(tmp_path: Path) -> None:
+    path, _ = _three_plans(tmp_path)
+    defs, _ = _defs(path)
+    sensor = defs.resolve_sensor_def("t__pending_compaction_sensor")
+    with dg.instance_for_test() as instance:
+        with pytest.raises(Exception, match="Cannot decode the cursor"):
+            sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor="not json"))
+
+
+def test_backfill_over_three_partitions_executes_each_plan_once(tmp_path: Path) -> None:
+    path, plans = _three_plans(tmp_path)
+    before = hudi_rs_snapshot(path)
+    defs, _ = _defs(path)
+    job = defs.resolve_job_def("t__compaction")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("t__compaction_instants", plans)
+        for p in plans:  # what a backfill launches: one run per partition
+            result = job.execute_in_process(instance=instance, partition_key=p)
+            assert result.success
+            (mat,) = result.asset_materializations_for_node("hudi__t__compaction")
+            assert mat.metadata["instant"].value == p and mat.metadata["operations"].value >= 1
+        again = job.execute_in_process(instance=instance, partition_key=plans[0])  # already committed: a no-op
+        (mat,) = again.asset_materializations_for_node("hudi__t__compaction")
+        assert mat.metadata["already_committed"].value is True
+    t = HudiTable(str(path))
+    assert not list(t.timeline.pending_compactions())
+    assert all(t.timeline.get(p) is not None and t.timeline.get(p).is_completed for p in plans)
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def _run_checks(defs: dg.Definitions) -> dict[str, bool]:
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [defs.resolve_assets_def(dg.AssetKey(["hudi", "t"])), *defs.asset_checks], instance=instance
+        )
+        assert result.success
+        return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+
+
+def test_asset_checks_fail_on_unhealthy_table_and_pass_after_compaction(tmp_path: Path) -> None:
+    from lake_orchestration.hudi.services.compaction import execute_compaction
+
+    path, plans = _three_plans(tmp_path)
+    strict, _ = _defs(path, max_pending_plan_age_seconds=0, max_log_files_per_slice=0)
+    assert _run_checks(strict) == {"oldest_pending_compaction_age": False, "log_files_per_slice": False,
+                                   "active_timeline_length": True}
+    for p in plans:
+        execute_compaction(HudiTable(str(path)), p)
+    healthy, _ = _defs(path)
+    assert _run_checks(healthy) == {"oldest_pending_compaction_age": True, "log_files_per_slice": True,
+                                    "active_timeline_length": True}
