@@ -638,6 +638,96 @@ def log_compaction_run(path: str, instant_time: str | None) -> None:
         click.echo(f"Committed log compaction {ts}: {len(md.write_stats())} file slice(s)")
 
 
+# -- rollback -------------------------------------------------------------------------------------------------------
+def _duration_seconds(text: str) -> float:
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    t = text.strip().lower()
+    try:
+        return float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError as err:
+        raise ValueError(f"--timeout {text!r}: expected a duration like 90s, 15m, 2h or 1d") from err
+
+
+@cli.command("rollback")
+@click.argument("path")
+@click.option("--instant-time", default=None, help="Roll back this pending write (or inflight compaction).")
+@click.option("--stale", is_flag=True, help="Roll back every stale pending write (expired heartbeat / timeout).")
+@click.option(
+    "--timeout", default=None, help="With --stale: also writes without a heartbeat older than this (15m, 2h)."
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.client.heartbeat.interval_in_ms / hoodie.client.heartbeat.tolerable.misses",
+)
+@click.option("--dry-run", is_flag=True, help="Only print the plan.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def rollback_cmd(
+    path: str,
+    instant_time: str | None,
+    stale: bool,
+    timeout: str | None,
+    options: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
+    from lake_orchestration.hudi.model.avro import RollbackPlan
+    from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
+
+    if bool(instant_time) == stale:
+        raise ValueError("give exactly one of --instant-time T or --stale")
+    opts = _parse_options(options)
+    t = HudiTable(path)
+    if instant_time:
+        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run))]
+    else:
+        interval = int(opts.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
+        misses = int(opts.get("hoodie.client.heartbeat.tolerable.misses", "2"))
+        results = [
+            (str(s.instant.time), s.reason, r)
+            for s, r in rollback_stale_writes(
+                t,
+                interval_ms=interval,
+                tolerable_misses=misses,
+                timeout_s=_duration_seconds(timeout) if timeout else None,
+                dry_run=dry_run,
+            )
+        ]
+    rows = []
+    for inst, why, r in results:
+        if isinstance(r, RollbackPlan):
+            files = [f for req in r.rollback_requests or () for f in req.files_to_be_deleted]
+            logs = [f for req in r.rollback_requests or () for f in (req.log_blocks_to_be_deleted or {})]
+            rows.append(
+                {
+                    "instant": inst,
+                    "reason": why,
+                    "dry_run": True,
+                    "files_to_delete": files,
+                    "log_files_with_blocks": logs,
+                }
+            )
+        else:
+            rows.append({"instant": inst, "reason": why, "rollback_instant": str(r.time)})
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        click.echo("Nothing to roll back")
+    else:
+        for row in rows:
+            if row.get("dry_run"):
+                click.echo(
+                    f"Would roll back {row['instant']} ({row['reason']}): delete {len(row['files_to_delete'])} "
+                    f"file(s), add rollback blocks for {len(row['log_files_with_blocks'])} log file(s)"
+                )
+            else:
+                click.echo(f"Rolled back {row['instant']} ({row['reason']}) with rollback {row['rollback_instant']}")
+
+
 # -- demo ---------------------------------------------------------------------------------------------------------
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")

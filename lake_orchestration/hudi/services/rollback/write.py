@@ -1,0 +1,248 @@
+"""Rollback of a failed (pending) write: plan -> execute -> ``.rollback``, as Hudi 0.14 does it for timeline layout 1.
+
+Mirrors ``BaseRollbackPlanActionExecutor`` / ``MergeOnReadRollbackActionExecutor`` (marker based):
+* plan (``<R>.rollback.requested``, ``HoodieRollbackPlan``): from the write's markers in ``.hoodie/.temp/<instant>``
+  (or, without markers, by listing files named with the instant and log files holding its blocks) — base files to
+  delete, and per file group the log files that received its blocks;
+* execute: delete those base files; for every touched file group of a MERGE_ON_READ table write a new log file
+  (token ``1-0-1``) holding a ROLLBACK command block targeting the instant (the failed log files stay: readers skip
+  their blocks); delete the markers;
+* the rolled-back instant's timeline files are deleted, then ``<R>.rollback`` (``HoodieRollbackMetadata``) completes.
+A pending rollback of the same instant (a crash half-way) is resumed. Live writers are never touched by
+:func:`rollback_stale_writes` (fresh heartbeat).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.hudi.log.log_format import iter_blocks
+from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
+from lake_orchestration.hudi.model.avro import (
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
+from lake_orchestration.hudi.model.file_group import (
+    UNKNOWN_WRITE_TOKEN,
+    BaseFile,
+    LogFile,
+    is_base_file_name,
+    is_log_file_name,
+)
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
+from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
+
+_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+
+
+@dataclass(frozen=True)
+class StaleWrite:
+    """A pending write instant judged stale, and why."""
+
+    instant: Instant
+    reason: str
+
+
+def stale_writes(
+    table: HudiTable, *, interval_ms: int = 60_000, tolerable_misses: int = 2, timeout_s: float | None = None
+) -> list[StaleWrite]:
+    """Pending writes whose heartbeat expired, or (no heartbeat file) older than ``timeout_s``."""
+    out = []
+    now_ms = int(time.time() * 1000)
+    for inst in table.refresh().timeline.pending().with_actions(*_WRITE_ACTIONS):
+        has_hb = table.storage.exists(heartbeat_path(table.storage, str(inst.time)))
+        if has_hb:
+            if is_heartbeat_expired(
+                table.storage, str(inst.time), interval_ms=interval_ms, tolerable_misses=tolerable_misses, now_ms=now_ms
+            ):
+                out.append(StaleWrite(inst, f"heartbeat older than {interval_ms * tolerable_misses} ms"))
+        elif timeout_s is not None:
+            age = (
+                now_ms / 1000
+                - InstantTime(str(inst.time))
+                .to_datetime("UTC" if table.config.timeline_timezone.value == "UTC" else _local_tz())
+                .timestamp()
+            )
+            if age > timeout_s:
+                out.append(StaleWrite(inst, f"no heartbeat and {int(age)} s old (timeout {int(timeout_s)} s)"))
+    return out
+
+
+def _local_tz() -> str:
+    import pendulum
+
+    return str(pendulum.local_timezone().name)
+
+
+def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
+    storage = table.storage
+    base_files: dict[str, set[str]] = defaultdict(set)
+    touched_logs: dict[tuple[str, str, str], dict[str, int]] = {}
+    root = storage.join(MARKERS_DIR, instant)
+    marker_files = list(storage.walk_files(root)) if storage.is_dir(root) else []
+    partitions = set()
+    for f in marker_files:
+        rel = storage.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
+        data_file, _, io_type = rel.rpartition(".marker.")
+        partition, _, name = data_file.rpartition("/")
+        partitions.add(partition)
+        if io_type in ("CREATE", "MERGE") and is_base_file_name(name):
+            base_files[partition].add(storage.join(data_file))
+    # listing: base files named with the instant, log files holding its blocks (also without markers)
+    for p in partitions or set(table.list_partitions()):
+        for f in storage.list_dir(storage.join(p)):
+            if f.is_dir:
+                continue
+            if is_base_file_name(f.name) and BaseFile.parse(f.name).instant == instant:
+                base_files[p].add(f.path)
+            elif is_log_file_name(f.name):
+                lf = LogFile.parse(f.name, partition_path=p, size=f.size)
+                if any(b.instant_time == instant for b in iter_blocks(storage.read_bytes(f.path))):
+                    touched_logs.setdefault((p, lf.file_id, str(lf.base_instant)), {})[storage.uri(f.path)] = f.size
+    reqs = [
+        RollbackRequest(
+            partition_path=p,
+            file_id="",
+            latest_base_instant="",
+            files_to_be_deleted=tuple(sorted(fs)),
+            log_blocks_to_be_deleted={},
+        )
+        for p, fs in sorted(base_files.items())
+        if fs
+    ]
+    reqs += [
+        RollbackRequest(
+            partition_path=p,
+            file_id=fid,
+            latest_base_instant=base,
+            files_to_be_deleted=(),
+            log_blocks_to_be_deleted=logs,
+        )
+        for (p, fid, base), logs in sorted(touched_logs.items())
+    ]
+    return reqs
+
+
+def rollback_write(table: HudiTable, instant: str, *, dry_run: bool = False) -> RollbackPlan | Instant:
+    """Roll back the pending write ``instant`` (a compaction instant is delegated to its own rollback).
+
+    Returns the plan on a dry run, else the completed rollback instant.
+
+    Raises:
+        InvalidInstantStateError: the instant is completed or not a write on the timeline.
+    """
+    tl = table.refresh().timeline
+    target = tl.get(instant)
+    if target is not None and target.action is Action.COMPACTION:
+        done = rollback_inflight_compaction(table, instant, dry_run=dry_run)
+        return (
+            done
+            if done is not None
+            else RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action="compaction"))
+        )
+    if target is None or target.action not in _WRITE_ACTIONS:
+        raise InvalidInstantStateError(table.base_uri, instant, "is not a write instant on the active timeline")
+    if target.is_completed:
+        raise InvalidInstantStateError(
+            table.base_uri, instant, "is completed: only pending (failed or stale) writes are rolled back here"
+        )
+    pending_rb = _pending_rollback_of(table, instant)
+    if pending_rb is not None:
+        req = Instant(pending_rb.time, Action.ROLLBACK, State.REQUESTED)
+        plan = RollbackPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    else:
+        plan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=instant, action=target.action.value),
+            rollback_requests=tuple(_plan_requests(table, instant)),
+            version=1,
+        )
+    if dry_run:
+        return plan
+    start = time.monotonic()
+    if pending_rb is None:
+        rb = table.create_requested(
+            Instant(table.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes()
+        )
+        pending_rb = rb
+    inflight = (
+        table.transition_to_inflight(Instant(pending_rb.time, Action.ROLLBACK, State.REQUESTED))
+        if pending_rb.state is State.REQUESTED
+        else pending_rb
+    )
+    rb_time = str(inflight.time)
+    deleted: dict[str, list[str]] = defaultdict(list)
+    rollback_logs: dict[str, dict[str, int]] = defaultdict(dict)
+    failed_logs: dict[str, dict[str, int]] = defaultdict(dict)
+    for req in plan.rollback_requests or ():
+        for path in req.files_to_be_deleted:
+            table.storage.delete_file(path, missing_ok=True)
+            deleted[req.partition_path].append(table.storage.uri(path))
+        if req.log_blocks_to_be_deleted and table.config.is_mor:
+            lf = write_log_file(
+                table.storage,
+                partition_path=req.partition_path,
+                file_id=req.file_id or "",
+                base_instant=req.latest_base_instant or "",
+                write_token=UNKNOWN_WRITE_TOKEN,
+                blocks=[rollback_command_block(instant=rb_time, target_instant=instant)],
+            )
+            rollback_logs[req.partition_path][table.storage.uri(table.storage.join(lf.relative_path))] = lf.size
+            failed_logs[req.partition_path].update(req.log_blocks_to_be_deleted)
+    table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+    # the rolled-back instant disappears from the timeline (inflight first, then requested), as in Hudi
+    for state in (State.INFLIGHT, State.REQUESTED):
+        table.storage.delete_file(table.instant_path(Instant(target.time, target.action, state)), missing_ok=True)
+    table.storage.delete_file(heartbeat_path(table.storage, instant), missing_ok=True)
+    parts = set(deleted) | set(rollback_logs)
+    meta = RollbackMetadata(
+        start_rollback_time=rb_time,
+        time_taken_in_millis=int((time.monotonic() - start) * 1000),
+        total_files_deleted=sum(len(v) for v in deleted.values()),
+        commits_rollback=(instant,),
+        partition_metadata={
+            p: RollbackPartitionMetadata(
+                partition_path=p,
+                success_delete_files=tuple(deleted.get(p, ())),
+                failed_delete_files=(),
+                rollback_log_files=dict(rollback_logs.get(p, {})),
+                log_files_from_failed_commit=dict(failed_logs.get(p, {})),
+            )
+            for p in sorted(parts)
+        },
+        version=1,
+        instants_rollback=(InstantInfo(commit_time=instant, action=target.action.value),),
+    )
+    return table.transition_to_completed(inflight, meta.to_bytes())
+
+
+def _pending_rollback_of(table: HudiTable, instant: str) -> Instant | None:
+    for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
+        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
+        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
+            return pending
+    return None
+
+
+def rollback_stale_writes(
+    table: HudiTable,
+    *,
+    interval_ms: int = 60_000,
+    tolerable_misses: int = 2,
+    timeout_s: float | None = None,
+    dry_run: bool = False,
+) -> list[tuple[StaleWrite, RollbackPlan | Instant]]:
+    """Roll back every stale pending write (see :func:`stale_writes`); fresh heartbeats are left alone."""
+    return [
+        (s, rollback_write(table, str(s.instant.time), dry_run=dry_run))
+        for s in stale_writes(table, interval_ms=interval_ms, tolerable_misses=tolerable_misses, timeout_s=timeout_s)
+    ]
