@@ -54,6 +54,12 @@ class HudiTableConfig(dg.Config):
     """Asset check: no latest file slice may have more log files than this."""
     max_active_timeline_instants: int = 30
     """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
+    heartbeat_interval_ms: int = 60_000
+    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers."""
+    heartbeat_tolerable_misses: int = 2
+    """``hoodie.client.heartbeat.tolerable.misses``."""
+    inflight_timeout_seconds: int = 6 * 3600
+    """A pending write without a heartbeat file is stale after this long."""
 
 
 def table_health(table: HudiTable) -> dict[str, Any]:
@@ -207,6 +213,72 @@ def _read_cursor(cursor: str | None, table: str) -> set[str]:
         ) from err
 
 
+class RollbackConfig(dg.Config):
+    """Run config of ``<t>__rollback``: one instant, or every stale pending write."""
+
+    instant_time: str | None = None
+    """Roll back this pending write (or inflight compaction); default: every stale pending write."""
+    dry_run: bool = False
+    """Only log the plan."""
+
+
+def _rollback_job(cfg: HudiTableConfig) -> dg.JobDefinition:
+    @dg.op(name=f"{cfg.name}__rollback_op", pool=f"hudi_{cfg.name}")
+    def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
+        from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
+
+        table = HudiTable(cfg.base_path)
+        if config.instant_time:
+            done = [(config.instant_time, rollback_write(table, config.instant_time, dry_run=config.dry_run))]
+        else:
+            done = [
+                (str(s.instant.time), r)
+                for s, r in rollback_stale_writes(
+                    table,
+                    interval_ms=cfg.heartbeat_interval_ms,
+                    tolerable_misses=cfg.heartbeat_tolerable_misses,
+                    timeout_s=cfg.inflight_timeout_seconds,
+                    dry_run=config.dry_run,
+                )
+            ]
+        for inst, r in done:
+            context.log.info(f"{cfg.name}: rolled back {inst}: {r}")
+        context.add_output_metadata({"rolled_back": [inst for inst, _ in done], "dry_run": config.dry_run})
+
+    @dg.job(name=f"{cfg.name}__rollback")
+    def job() -> None:
+        rollback_op()
+
+    return job
+
+
+def _stale_sensor(cfg: HudiTableConfig, job: dg.JobDefinition) -> dg.SensorDefinition:
+    @dg.sensor(name=f"{cfg.name}__stale_inflight_sensor", job=job, minimum_interval_seconds=60)
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        from lake_orchestration.hudi.services.rollback.write import stale_writes
+
+        stale = stale_writes(
+            HudiTable(cfg.base_path),
+            interval_ms=cfg.heartbeat_interval_ms,
+            tolerable_misses=cfg.heartbeat_tolerable_misses,
+            timeout_s=cfg.inflight_timeout_seconds,
+        )
+        if not stale:
+            return dg.SensorResult(skip_reason=f"no stale inflight write on {cfg.name}")
+        return dg.SensorResult(
+            run_requests=[
+                dg.RunRequest(
+                    run_key=f"rollback-{s.instant.time}",
+                    run_config={"ops": {f"{cfg.name}__rollback_op": {"config": {"instant_time": str(s.instant.time)}}}},
+                    tags={"hudi/instant": str(s.instant.time), "hudi/reason": s.reason},
+                )
+                for s in stale
+            ]
+        )
+
+    return _sensor
+
+
 def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
     key = _table_key(cfg)
 
@@ -267,6 +339,9 @@ def build_hudi_definitions(
             )
         )
         sensors.append(_pending_sensor(cfg, compaction_job))
+        rb_job = _rollback_job(cfg)
+        jobs.append(rb_job)
+        sensors.append(_stale_sensor(cfg, rb_job))
         checks += _checks(cfg)
     conf = {"spark.master": "local[*]", "spark.ui.enabled": "false", **(spark_config or {})}
     return dg.Definitions(

@@ -124,3 +124,36 @@ def test_asset_checks_fail_on_unhealthy_table_and_pass_after_compaction(tmp_path
     healthy, _ = _defs(path)
     assert _run_checks(healthy) == {"oldest_pending_compaction_age": True, "log_files_per_slice": True,
                                     "active_timeline_length": True}
+
+
+def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(tmp_path: Path) -> None:
+    import time
+
+    from lake_orchestration.hudi.model.instant import Action, Instant, State
+    from lake_orchestration.hudi.write.heartbeat import Heartbeat
+
+    path = tmp_path / "t"
+    write_table(str(path), generate_trips(50, seed=1), operation="bulk_insert",
+                options=WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",)))
+    before = hudi_rs_snapshot(path)
+    t = HudiTable(str(path))
+    dead = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
+    Heartbeat(t.storage, str(dead.time), interval_ms=100).start().stop(delete=False)  # one beat, then gone
+    live = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
+    hb = Heartbeat(t.storage, str(live.time), interval_ms=100).start()
+    try:
+        time.sleep(0.5)
+        defs, _ = _defs(path, heartbeat_interval_ms=100)
+        sensor = defs.resolve_sensor_def("t__stale_inflight_sensor")
+        with dg.instance_for_test() as instance:
+            result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+            (req,) = result.run_requests
+            assert req.run_key == f"rollback-{dead.time}"
+            run = defs.resolve_job_def("t__rollback").execute_in_process(instance=instance, run_config=req.run_config)
+            assert run.success
+    finally:
+        hb.stop(delete=True)
+    tl = HudiTable(str(path)).timeline
+    assert tl.get(str(dead.time)) is None and tl.get(str(live.time)) is not None
+    assert tl.completed().with_actions(Action.ROLLBACK)
+    assert_same_rows(hudi_rs_snapshot(path), before)
