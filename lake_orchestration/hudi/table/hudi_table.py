@@ -35,7 +35,7 @@ from lake_orchestration.hudi.model.properties import (
     parse_properties,
     table_checksum,
 )
-from lake_orchestration.hudi.model.schema import META_FIELDS, parse_schema
+from lake_orchestration.hudi.model.schema import parse_schema, with_meta_fields
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.io.storage import Storage
 
@@ -229,12 +229,7 @@ class HudiTable:
                 continue
             if schema_json:
                 schema = parse_schema(schema_json, where=inst.file_name)
-                if self.config.populate_meta_fields and not any(f["name"] == META_FIELDS[0] for f in schema["fields"]):
-                    schema = dict(schema)
-                    schema["fields"] = [
-                        {"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_FIELDS
-                    ] + list(schema["fields"])
-                return schema
+                return with_meta_fields(schema) if self.config.populate_meta_fields else schema
         if self.config.create_schema:
             return json.loads(self.config.create_schema)
         return None

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, field
 
 from lake_orchestration.errors import InstantNotFoundError, PlanError
-from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -23,7 +22,11 @@ from lake_orchestration.hudi.services.compaction.config import (
     CompactionStrategyName,
     TriggerStrategy,
 )
-from lake_orchestration.hudi.services.compaction.executor import OperationTask, run_operations
+from lake_orchestration.hudi.services.compaction.executor import (
+    OperationTask,
+    compactor_instant_filter,
+    run_operations,
+)
 from lake_orchestration.hudi.services.compaction.planner import ScheduleResult, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -81,14 +84,7 @@ def compaction_tasks(
     if schema is None:
         raise PlanError(f"No writer schema found on the timeline of {table.base_uri}")
     schema = with_meta_fields(schema) if table.config.populate_meta_fields else schema
-    tl = table.refresh().timeline
-    # Hudi's compactor reads logs up to the last completed commit/deltacommit/rollback.
-    last = (
-        tl.completed()
-        .filter(lambda i: i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.ROLLBACK, Action.REPLACE_COMMIT))
-        .last
-    )
-    flt = InstantFilter.from_timeline(tl, latest_instant=str(last.time) if last else instant)
+    flt = compactor_instant_filter(table.refresh().timeline, instant)
     mcfg = merge_config_for(table)
     common = {
         "base_uri": table.base_uri,

@@ -36,9 +36,10 @@ from lake_orchestration.hudi.merge.record_merger import (
 from lake_orchestration.hudi.model.avro import CompactionOperation
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile, make_write_token
-from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
+from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.write.base_file import BaseFileWriter
 from lake_orchestration.hudi.write.file_group_writer import create_marker
 from lake_orchestration.io.storage import Storage
@@ -81,6 +82,17 @@ class OperationTask:
             task_partition_id=n,
             **common,  # type: ignore[arg-type]
         )
+
+
+def compactor_instant_filter(timeline: Timeline, instant: str) -> InstantFilter:
+    """The log blocks a (log) compaction reads: up to the last completed commit, deltacommit, replacecommit or
+    rollback (Hudi's compactor bound), the plan's instant when there is none."""
+    last = (
+        timeline.completed()
+        .filter(lambda i: i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.ROLLBACK, Action.REPLACE_COMMIT))
+        .last
+    )
+    return InstantFilter.from_timeline(timeline, latest_instant=str(last.time) if last else instant)
 
 
 def execute_operation_json(payload: str) -> list[str]:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
-from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.log.scanner import scan_blocks
 from lake_orchestration.hudi.log.writer import write_log_file
 from lake_orchestration.hudi.merge.record_merger import conform, resolve_log_records
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
@@ -25,6 +25,7 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, Runtim
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.services.compaction.executor import compactor_instant_filter
 from lake_orchestration.hudi.services.compaction.planner import (
     COMPACTION_PLAN_VERSION,
     ScheduleResult,
@@ -101,8 +102,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
     schema_json = json.dumps(schema, separators=(",", ":"))
     arrow = avro_to_arrow_schema(schema)
     tl = table.timeline
-    last = tl.completed().filter(lambda i: i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.ROLLBACK)).last
-    flt = InstantFilter.from_timeline(tl, latest_instant=str(last.time) if last else instant)
+    flt = compactor_instant_filter(tl, instant)
     mcfg = merge_config_for(table)
     stats: dict[str, list[WriteStat]] = defaultdict(list)
     for n, op in enumerate(plan.operations or ()):
