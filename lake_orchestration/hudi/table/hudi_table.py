@@ -186,6 +186,15 @@ class HudiTable:
         self._create(instant, content)
         return instant
 
+    def create_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write ``<ts>.<action>.inflight`` for an action without a requested state (savepoint), create-if-absent."""
+        if instant.state is not State.INFLIGHT or instant.action is not Action.SAVEPOINT:
+            raise InvalidInstantStateError(
+                self.base_uri, str(instant.time), f"{instant} starts at requested; use create_requested"
+            )
+        self._create(instant, content)
+        return instant
+
     def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
         """Requested -> inflight: the requested file must exist, the inflight one must not."""
         inflight = requested.with_state(State.INFLIGHT)

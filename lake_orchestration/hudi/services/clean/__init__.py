@@ -1,0 +1,172 @@
+"""Clean: plan (``.clean.requested``) -> execute (parallel deletes) -> commit (``.clean``), as Hudi 0.14/0.15 does.
+
+Entry points: :func:`run_clean` (finish pending cleans, schedule a new one if the trigger says so, execute it;
+``dry_run`` only reports), :func:`schedule_clean`, :func:`execute_clean`, :func:`plan_clean`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pendulum
+
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
+from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
+from lake_orchestration.hudi.services.clean.planner import (
+    CleanPlanning,
+    commits_since_last_clean,
+    earliest_commit_to_retain,
+    plan_clean,
+)
+from lake_orchestration.hudi.table import HudiTable
+
+__all__ = [
+    "CleanConfig",
+    "CleanPlanning",
+    "CleanResult",
+    "CleaningPolicy",
+    "CleaningTriggerStrategy",
+    "earliest_commit_to_retain",
+    "execute_clean",
+    "pending_cleans",
+    "plan_clean",
+    "read_plan",
+    "run_clean",
+    "schedule_clean",
+]
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """What one clean run did (or, on a dry run, would do)."""
+
+    instants: tuple[str, ...] = ()
+    """Clean instants executed (pending ones first, then the new one); on a dry run, those that would be."""
+    earliest_commit_to_retain: str | None = None
+    """ECTR of the new plan (None: none)."""
+    policy: str = CleaningPolicy.KEEP_LATEST_COMMITS.value
+    files: dict[str, list[str]] = field(default_factory=dict)
+    """Partition -> file names planned for deletion by the new plan (and by resumed plans)."""
+    deleted: int = 0
+    failed: int = 0
+    dry_run: bool = False
+    reason: str = ""
+    """Why no new clean was scheduled (empty when one was)."""
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "instants": list(self.instants),
+            "earliest_commit_to_retain": self.earliest_commit_to_retain,
+            "policy": self.policy,
+            "files": self.files,
+            "file_count": self.file_count,
+            "deleted": self.deleted,
+            "failed": self.failed,
+            "dry_run": self.dry_run,
+            "reason": self.reason,
+        }
+
+
+def pending_cleans(table: HudiTable) -> list[Instant]:
+    """Requested or inflight clean instants, oldest first."""
+    return list(table.refresh().timeline.pending().with_actions(Action.CLEAN))
+
+
+def schedule_clean(
+    table: HudiTable,
+    options: Mapping[str, str] | None = None,
+    *,
+    instant_time: str | None = None,
+    now: pendulum.DateTime | None = None,
+) -> tuple[Instant | None, CleanPlanning | None, str]:
+    """Write a ``.clean.requested`` when the trigger fires and the plan deletes something.
+
+    Returns (the requested instant or None, the planning or None, why nothing was scheduled).
+    """
+    cfg = CleanConfig.from_options(options)
+    n = commits_since_last_clean(table.refresh())
+    if n < cfg.max_commits:
+        return None, None, _not_triggered(n, cfg)
+    planning = plan_clean(table, cfg, now=now)
+    if not planning.file_count:
+        return None, planning, planning.reason
+    t = instant_time or table.new_instant_time()
+    inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
+    return inst, planning, ""
+
+
+def _not_triggered(n: int, cfg: CleanConfig) -> str:
+    return f"not triggered: {n} completed commit(s) since the last clean, hoodie.clean.max.commits={cfg.max_commits}"
+
+
+def _names(files: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    return {p: [f.rsplit("/", 1)[-1] for f in v] for p, v in files.items()}
+
+
+def run_clean(
+    table: HudiTable,
+    options: Mapping[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    spark: Any = None,
+    now: pendulum.DateTime | None = None,
+) -> CleanResult:
+    """Complete pending cleans, then schedule and execute a new one (Hudi's ``clean()``).
+
+    ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
+    """
+    cfg = CleanConfig.from_options(options)
+    files: dict[str, list[str]] = {}
+    instants: list[str] = []
+    deleted = failed = 0
+    for pending in pending_cleans(table):
+        plan = read_plan(table, str(pending.time))
+        instants.append(str(pending.time))
+        for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():
+            files.setdefault(p, []).extend((i.file_path or "").rsplit("/", 1)[-1] for i in infos)
+        if not dry_run:
+            md = execute_clean(table, str(pending.time), spark=spark, parallelism=cfg.parallelism)
+            deleted += md.total_files_deleted
+            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+    if dry_run:
+        n = commits_since_last_clean(table.refresh())
+        planning = plan_clean(table, cfg, now=now) if n >= cfg.max_commits else None
+        reason = planning.reason if planning is not None else _not_triggered(n, cfg)
+        if planning is not None and planning.file_count:
+            for p, v in _names(planning.files).items():
+                files.setdefault(p, []).extend(v)
+            instants.append("(new)")
+        ectr = planning.earliest_commit_to_retain if planning is not None else None
+        return CleanResult(
+            instants=tuple(instants),
+            earliest_commit_to_retain=str(ectr.time) if ectr is not None else None,
+            policy=cfg.policy.value,
+            files=files,
+            dry_run=True,
+            reason=reason,
+        )
+    inst, planning, reason = schedule_clean(table, options, now=now)
+    ectr = planning.earliest_commit_to_retain if planning is not None else None
+    if inst is not None and planning is not None:
+        for p, v in _names(planning.files).items():
+            files.setdefault(p, []).extend(v)
+        md = execute_clean(table, str(inst.time), spark=spark, parallelism=cfg.parallelism)
+        instants.append(str(inst.time))
+        deleted += md.total_files_deleted
+        failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+    return CleanResult(
+        instants=tuple(instants),
+        earliest_commit_to_retain=str(ectr.time) if ectr is not None else None,
+        policy=cfg.policy.value,
+        files=files,
+        deleted=deleted,
+        failed=failed,
+        reason=reason,
+    )

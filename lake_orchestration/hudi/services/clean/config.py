@@ -1,0 +1,101 @@
+"""Clean options, under Hudi's key names (``hoodie.cleaner.*``, ``hoodie.clean.*``)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lake_orchestration.errors import PlanError
+
+
+class CleaningPolicy(str, enum.Enum):
+    """``hoodie.cleaner.policy`` (``HoodieCleaningPolicy``)."""
+
+    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+
+
+class CleaningTriggerStrategy(str, enum.Enum):
+    """``hoodie.clean.trigger.strategy`` (Hudi has only ``NUM_COMMITS``)."""
+
+    NUM_COMMITS = "NUM_COMMITS"
+
+
+_KEYS = {
+    "policy": "hoodie.cleaner.policy",
+    "commits_retained": "hoodie.cleaner.commits.retained",
+    "file_versions_retained": "hoodie.cleaner.fileversions.retained",
+    "hours_retained": "hoodie.cleaner.hours.retained",
+    "incremental_mode": "hoodie.cleaner.incremental.mode",
+    "trigger_strategy": "hoodie.clean.trigger.strategy",
+    "max_commits": "hoodie.clean.max.commits",
+    "parallelism": "hoodie.cleaner.parallelism",
+}
+"""Attribute -> Hudi key; the single place clean key strings are spelled."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanConfig:
+    """Clean settings (defaults of Hudi 0.14/0.15)."""
+
+    policy: CleaningPolicy = CleaningPolicy.KEEP_LATEST_COMMITS
+    """``hoodie.cleaner.policy``."""
+    commits_retained: int = 10
+    """``hoodie.cleaner.commits.retained``: completed commits whose file slices stay readable."""
+    file_versions_retained: int = 3
+    """``hoodie.cleaner.fileversions.retained``: slices kept per file group (KEEP_LATEST_FILE_VERSIONS)."""
+    hours_retained: int = 24
+    """``hoodie.cleaner.hours.retained`` (KEEP_LATEST_BY_HOURS)."""
+    incremental_mode: bool = True
+    """``hoodie.cleaner.incremental.mode``: only partitions written since the previous clean's retained commit."""
+    trigger_strategy: CleaningTriggerStrategy = CleaningTriggerStrategy.NUM_COMMITS
+    """``hoodie.clean.trigger.strategy``."""
+    max_commits: int = 1
+    """``hoodie.clean.max.commits``: completed commits since the last clean needed to schedule one."""
+    parallelism: int = 200
+    """``hoodie.cleaner.parallelism``: at most this many delete tasks."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CleanConfig:
+        """Parse Hudi keys; an invalid value raises :class:`PlanError` naming the key and value."""
+        opts = dict(options or {})
+        kw: dict[str, Any] = {}
+        for attr, key in _KEYS.items():
+            if key not in opts:
+                continue
+            raw = str(opts[key]).strip()
+            try:
+                if attr == "policy":
+                    kw[attr] = CleaningPolicy(raw.upper())
+                elif attr == "trigger_strategy":
+                    kw[attr] = CleaningTriggerStrategy(raw.upper())
+                elif attr == "incremental_mode":
+                    if raw.lower() not in ("true", "false"):
+                        raise ValueError(raw)
+                    kw[attr] = raw.lower() == "true"
+                else:
+                    kw[attr] = int(raw)
+            except ValueError as err:
+                expected = {
+                    "policy": " | ".join(p.value for p in CleaningPolicy),
+                    "trigger_strategy": " | ".join(p.value for p in CleaningTriggerStrategy),
+                    "incremental_mode": "true | false",
+                }.get(attr, "an integer")
+                raise PlanError(f"Invalid clean option {key}={raw!r}: expected {expected}") from err
+        kw.update(overrides)
+        cfg = cls(**kw)
+        for attr in ("commits_retained", "file_versions_retained", "hours_retained", "max_commits", "parallelism"):
+            if getattr(cfg, attr) < (0 if attr == "hours_retained" else 1):
+                raise PlanError(f"Invalid clean option {_KEYS[attr]}={getattr(cfg, attr)}: expected a positive integer")
+        return cfg
+
+    def as_options(self) -> dict[str, str]:
+        """The settings under Hudi's keys (for messages and metadata)."""
+        out: dict[str, str] = {}
+        for attr, key in _KEYS.items():
+            v = getattr(self, attr)
+            out[key] = v.value if isinstance(v, enum.Enum) else (str(v).lower() if isinstance(v, bool) else str(v))
+        return out

@@ -1,0 +1,174 @@
+"""Clean execution: requested -> inflight (the plan's bytes) -> delete the planned files -> ``.clean`` metadata.
+
+Mirrors Hudi 0.14/0.15 ``CleanActionExecutor``: a pending clean is re-executed from its plan (a file already gone
+counts as deleted, so a crashed clean converges); the completed ``<ts>.clean`` (``HoodieCleanMetadata``) is written
+last. Deletes run in parallel: on Spark (one task per batch of files) or in a local thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
+from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
+from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.io.storage import Storage
+
+CLEAN_METADATA_VERSION = 2
+_FILES_PER_TASK = 500
+_LOCAL_THREADS = 8
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    partition: str
+    name: str
+    deleted: bool
+
+
+def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
+    """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
+    req = Instant(instant_time, Action.CLEAN, State.REQUESTED)  # type: ignore[arg-type]
+    return CleanerPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+
+
+def planned_files(table: HudiTable, plan: CleanerPlan, *, where: str) -> list[tuple[str, str]]:
+    """(partition, storage path) of every file of the plan, each checked to be a data file of that partition.
+
+    Raises:
+        PlanError: a path outside the table, outside its partition, or not a base/log file name — nothing is
+            deleted then.
+    """
+    out: list[tuple[str, str]] = []
+    st = table.storage
+    for partition, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():
+        for info in infos:
+            full = info.file_path or ""
+            rel = _relative_to_table(st, full)
+            parent, _, name = rel.rpartition("/")
+            if not rel or parent != partition.strip("/") or not (is_base_file_name(name) or is_log_file_name(name)):
+                raise PlanError(
+                    f"{where}: planned path {full!r} of partition {partition!r} is not a base or log file of that "
+                    f"partition under {table.base_uri}; refusing to clean"
+                )
+            out.append((partition, st.join(rel)))
+    return out
+
+
+def _relative_to_table(st: Storage, full: str) -> str:
+    """``full`` (a path or URI as Hudi writes it) relative to the table base path, or ``""`` if outside."""
+    path = full
+    for prefix in ("file://", "file:"):
+        if st.is_local and path.startswith(prefix):
+            path = path[len(prefix) :]
+            break
+    if "://" in path:
+        path = path.split("://", 1)[1]
+    base = st.base_path.rstrip("/") + "/"
+    if not path.startswith(base):
+        return ""
+    return path[len(base) :]
+
+
+def _delete(st: Storage, partition: str, path: str) -> DeleteResult:
+    name = path.rsplit("/", 1)[-1]
+    try:
+        st.delete_file(path, missing_ok=True)  # already gone (a resumed clean) counts as deleted
+        return DeleteResult(partition, name, True)
+    except StorageError:
+        return DeleteResult(partition, name, not st.exists(path))
+
+
+def delete_files_json(payload: str) -> list[str]:
+    """Spark task: delete a batch of files; returns one JSON result per file."""
+    p = json.loads(payload)
+    st = Storage(p["base_uri"], options=p.get("storage_options") or {})
+    return [json.dumps(_delete(st, part, path).__dict__) for part, path in p["files"]]
+
+
+def delete_files(
+    table: HudiTable, files: list[tuple[str, str]], *, spark: Any = None, parallelism: int = 200
+) -> list[DeleteResult]:
+    """Delete ``(partition, path)`` files in parallel: Spark tasks when a session is given, else threads."""
+    if not files:
+        return []
+    if spark is None:
+        with ThreadPoolExecutor(max_workers=min(_LOCAL_THREADS, parallelism, len(files))) as pool:
+            return list(pool.map(lambda f: _delete(table.storage, *f), files))
+    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
+
+    per_task = max(_FILES_PER_TASK, -(-len(files) // parallelism))
+    payloads = [
+        json.dumps(
+            {"base_uri": table.base_uri, "storage_options": table.storage.options, "files": files[i : i + per_task]}
+        )
+        for i in range(0, len(files), per_task)
+    ]
+    results = run_json_tasks(spark, payloads, "lake_orchestration.hudi.services.clean.executor:delete_files_json")
+    return [DeleteResult(**json.loads(r)) for r in results]
+
+
+def clean_metadata(
+    instant_time: str, plan: CleanerPlan, results: Iterable[DeleteResult], *, took_ms: int
+) -> CleanMetadata:
+    """``CleanerUtils.convertCleanMetadata``: one partition entry per planned partition."""
+    ok: dict[str, list[str]] = defaultdict(list)
+    failed: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        (ok if r.deleted else failed)[r.partition].append(r.name)
+    planned = plan.file_paths_to_be_deleted_per_partition or {}
+    parts = {
+        p: CleanPartitionMetadata(
+            partition_path=p,
+            policy=plan.policy,
+            delete_path_patterns=tuple((i.file_path or "").rsplit("/", 1)[-1] for i in infos),
+            success_delete_files=tuple(sorted(ok.get(p, ()))),
+            failed_delete_files=tuple(sorted(failed.get(p, ()))),
+            is_partition_deleted=p in (plan.partitions_to_be_deleted or ()),
+        )
+        for p, infos in sorted(planned.items())
+    }
+    ectr = plan.earliest_instant_to_retain
+    return CleanMetadata(
+        start_clean_time=instant_time,
+        time_taken_in_millis=took_ms,
+        total_files_deleted=sum(len(v) for v in ok.values()),
+        earliest_commit_to_retain=ectr.timestamp if ectr is not None else "",
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp or "",
+        partition_metadata=parts,
+        version=CLEAN_METADATA_VERSION,
+        bootstrap_partition_metadata={},
+    )
+
+
+def execute_clean(table: HudiTable, instant_time: str, *, spark: Any = None, parallelism: int = 200) -> CleanMetadata:
+    """Execute the pending clean ``instant_time`` and complete it; returns its metadata.
+
+    Raises:
+        InvalidInstantStateError: no pending clean at that time.
+        PlanError: the plan names a file outside its partition (nothing deleted).
+    """
+    table = table.refresh()
+    cur = table.timeline.get(instant_time, Action.CLEAN)
+    if cur is None or cur.action is not Action.CLEAN:
+        raise InvalidInstantStateError(table.base_uri, instant_time, "is not a clean instant on the active timeline")
+    if cur.is_completed:
+        raise InvalidInstantStateError(table.base_uri, instant_time, "is a completed clean")
+    req = Instant(cur.time, Action.CLEAN, State.REQUESTED)
+    raw = table.read_instant(req)
+    plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req)))
+    files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
+    start = time.monotonic()
+    inflight = table.transition_to_inflight(req, raw) if cur.is_requested else cur
+    results = delete_files(table, files, spark=spark, parallelism=parallelism)
+    md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
+    table.transition_to_completed(inflight, md.to_bytes())
+    return md

@@ -1,0 +1,312 @@
+"""Clean planning: which file slices no retained instant, savepoint or pending compaction needs any more.
+
+Mirrors Hudi 0.14/0.15 ``CleanPlanner`` / ``CleanPlanActionExecutor`` / ``CleanerUtils.getEarliestCommitToRetain``:
+
+* the earliest commit to retain (ECTR): KEEP_LATEST_COMMITS — the ``commits.retained``-th completed commit from the
+  end, but never later than the earliest pending write; KEEP_LATEST_BY_HOURS — the first completed commit at or
+  after now - ``hours.retained``; KEEP_LATEST_FILE_VERSIONS — none;
+* partitions: with ``hoodie.cleaner.incremental.mode`` and a previous clean, only those written by completed
+  commits in [previous ECTR, new ECTR); else every partition;
+* per file group (slices newest first): KEEP_LATEST_COMMITS / BY_HOURS keep the latest slice and the newest slice
+  older than the ECTR, and delete every other slice older than the ECTR; KEEP_LATEST_FILE_VERSIONS keeps the newest
+  ``fileversions.retained`` slices; both never delete a slice a savepoint lists or a pending (log) compaction reads
+  (base instant >= the operation's base instant); replaced file groups go entirely once their replacecommit is
+  older than the ECTR (immediately under FILE_VERSIONS).
+
+The plan is Hudi's ``HoodieCleanerPlan`` (version 2, full file paths per partition).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pendulum
+
+from lake_orchestration.hudi.model.avro import (
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CompactionPlan,
+    SavepointMetadata,
+)
+from lake_orchestration.hudi.model.file_group import FileGroupId, FileSlice
+from lake_orchestration.hudi.model.fs_view import FileSystemView
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.model.timeline import Timeline
+from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
+from lake_orchestration.hudi.table import HudiTable
+
+CLEAN_PLAN_VERSION = 2
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
+"""Extra-metadata key of the plan listing the savepoints it honoured (``CleanPlanner.SAVEPOINTED_TIMESTAMPS``)."""
+
+
+@dataclass(frozen=True)
+class CleanPlanning:
+    """A computed clean plan and why it looks the way it does."""
+
+    plan: CleanerPlan
+    earliest_commit_to_retain: Instant | None
+    partitions_scanned: tuple[str, ...]
+    incremental: bool
+    savepoints: tuple[str, ...]
+    reason: str = ""
+    """Why nothing is to be deleted (empty when the plan has work)."""
+
+    @property
+    def files(self) -> dict[str, list[str]]:
+        """Partition -> full paths planned for deletion."""
+        return {
+            p: [f.file_path or "" for f in infos]
+            for p, infos in (self.plan.file_paths_to_be_deleted_per_partition or {}).items()
+        }
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+
+def earliest_commit_to_retain(
+    timeline: Timeline, cfg: CleanConfig, *, now: pendulum.DateTime | None = None, timezone: str = "LOCAL"
+) -> Instant | None:
+    """``CleanerUtils.getEarliestCommitToRetain`` over the commits-and-compaction timeline."""
+    commits = timeline.commits()
+    completed = commits.completed()
+    if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS and len(completed) > cfg.commits_retained:
+        nth = completed.instants[len(completed) - cfg.commits_retained]
+        pending = commits.pending().first
+        if pending is not None and pending < nth:
+            # never later than the earliest pending write: its files must stay readable once it completes
+            return completed.filter(lambda i: i.time < pending.time).last
+        return nth
+    if cfg.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
+        tz = "UTC" if timezone.upper() == "UTC" else pendulum.local_timezone()
+        moment = (now or pendulum.now(tz)).in_timezone(tz).subtract(hours=cfg.hours_retained)
+        cutoff = InstantTime.from_datetime(moment)
+        for inst in completed:
+            if inst.time >= cutoff:
+                return inst
+    return None
+
+
+def commits_since_last_clean(table: HudiTable) -> int:
+    """``CleanPlanActionExecutor.getCommitsSinceLastCleaning``: completed commits after the last clean's view."""
+    tl = table.timeline
+    done = tl.completed_commits()
+    last_clean = tl.completed().with_actions(Action.CLEAN).last
+    if last_clean is not None:
+        data = table.read_instant(last_clean)
+        if data:
+            md = CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last_clean)))
+            if md.last_completed_commit_timestamp:
+                return len(done.after(md.last_completed_commit_timestamp))
+    return len(done)
+
+
+def savepoint_files(table: HudiTable) -> tuple[tuple[str, ...], set[str]]:
+    """Completed savepoints on the active timeline and every file name they list."""
+    times: list[str] = []
+    names: set[str] = set()
+    for sp in table.timeline.completed().with_actions(Action.SAVEPOINT):
+        md = SavepointMetadata.from_bytes(table.read_instant(sp), path=table.storage.uri(table.instant_path(sp)))
+        times.append(str(sp.time))
+        for pm in md.partition_metadata.values():
+            names.update(pm.savepoint_data_file)
+    return tuple(times), names
+
+
+def pending_compaction_bases(table: HudiTable) -> dict[FileGroupId, str]:
+    """File group -> base instant of the slice a pending compaction or log compaction reads."""
+    out: dict[FileGroupId, str] = {}
+    tl = table.timeline
+    for pending, action in (
+        (tl.pending_compactions(), Action.COMPACTION),
+        (tl.pending_log_compactions(), Action.LOG_COMPACTION),
+    ):
+        for inst in pending:
+            req = Instant(inst.time, action, State.REQUESTED)
+            plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+            for op in plan.operations:
+                fg = FileGroupId(op.partition_path or "", op.file_id or "")
+                base = op.base_instant_time or ""
+                out[fg] = min(out.get(fg, base), base)
+    return out
+
+
+def _partitions_of(table: HudiTable, inst: Instant) -> set[str]:
+    md = table.commit_metadata(inst)
+    return set(md.partition_to_write_stats) | set(md.partition_to_replace_file_ids or {})
+
+
+def _previous_clean(table: HudiTable) -> tuple[CleanMetadata | None, CleanerPlan | None]:
+    tl = table.timeline
+    last = tl.completed().with_actions(Action.CLEAN).last
+    if last is None:
+        return None, None
+    data = table.read_instant(last)
+    if not data:
+        return None, None
+    md = CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last)))
+    req = Instant(last.time, Action.CLEAN, State.REQUESTED)
+    plan = None
+    if table.storage.exists(table.instant_path(req)):
+        raw = table.read_instant(req)
+        plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req))) if raw else None
+    return md, plan
+
+
+def partitions_to_clean(
+    table: HudiTable, cfg: CleanConfig, ectr: Instant | None, savepoints: tuple[str, ...]
+) -> tuple[list[str], bool]:
+    """Partitions to scan and whether the incremental mode chose them."""
+    if cfg.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
+        return table.list_partitions(), False
+    if ectr is None:
+        return [], False
+    tl = table.timeline
+    if cfg.incremental_mode:
+        md, prev_plan = _previous_clean(table)
+        prev = md.earliest_commit_to_retain if md is not None else ""
+        if prev and not tl.commits().is_before_start(prev):
+            honoured = set(
+                filter(
+                    None,
+                    ((prev_plan.extra_metadata or {}) if prev_plan else {}).get(SAVEPOINTED_TIMESTAMPS, "").split(","),
+                )
+            )
+            if honoured - set(savepoints):
+                # a savepoint was deleted since the previous clean: its files may be anywhere
+                return table.list_partitions(), False
+            parts: set[str] = set()
+            for inst in tl.completed_commits():
+                if prev <= inst.time < ectr.time:
+                    parts |= _partitions_of(table, inst)
+            existing = set(table.list_partitions())
+            return sorted(parts & existing), True
+    return table.list_partitions(), False
+
+
+def _slice_files(view: FileSystemView, s: FileSlice) -> list[str]:
+    out = []
+    if s.base_file is not None:
+        out.append(s.base_file.relative_path)
+    out.extend(lf.relative_path for lf in s.log_files)
+    return out
+
+
+def _slice_names(s: FileSlice) -> set[str]:
+    names = {lf.name for lf in s.log_files}
+    if s.base_file is not None:
+        names.add(s.base_file.name)
+    return names
+
+
+def files_to_clean(
+    view: FileSystemView,
+    partition: str,
+    cfg: CleanConfig,
+    ectr: Instant | None,
+    *,
+    completed_commits: int,
+    savepointed: set[str],
+    pending_bases: dict[FileGroupId, str],
+) -> list[str]:
+    """Relative paths of the files to delete in ``partition`` (``CleanPlanner.getDeletePaths``)."""
+
+    def needed_by_pending(s: FileSlice) -> bool:
+        base = pending_bases.get(s.file_group_id)
+        return base is not None and s.base_instant >= base
+
+    def saved(s: FileSlice) -> bool:
+        return bool(_slice_names(s) & savepointed)
+
+    out: list[str] = []
+    groups = view.all_file_groups(partition, include_replaced=True)
+    replaced = [g for g in groups if g.id in view.replaced]
+    active = [g for g in groups if g.id not in view.replaced]
+    if cfg.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
+        for g in replaced:
+            out += [f for s in g.slices if not saved(s) for f in _slice_files(view, s)]
+        for g in active:
+            keep = cfg.file_versions_retained - (1 if g.id in pending_bases else 0)
+            candidates = [s for s in g.slices if not needed_by_pending(s)]
+            for s in candidates[max(keep, 0) :]:
+                if not saved(s):
+                    out += _slice_files(view, s)
+        return out
+    retained = cfg.commits_retained if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS else 0
+    if ectr is None or completed_commits <= retained:
+        return out
+    for g in replaced:
+        if view.replaced[g.id] < ectr.time:
+            out += [f for s in g.slices if not saved(s) for f in _slice_files(view, s)]
+    for g in active:
+        if not g.slices:
+            continue
+        last_version = g.slices[0].base_instant
+        before = next((s.base_instant for s in g.slices if s.base_instant < ectr.time), None)
+        for s in g.slices:
+            if saved(s) or s.base_instant in (last_version, before):
+                continue
+            if not needed_by_pending(s) and s.base_instant < ectr.time:
+                out += _slice_files(view, s)
+    return out
+
+
+def plan_clean(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime | None = None) -> CleanPlanning:
+    """Compute the clean plan of the table as it is now (nothing is written)."""
+    table = table.refresh()
+    tl = table.timeline
+    ectr = earliest_commit_to_retain(tl, cfg, now=now, timezone=table.config.timeline_timezone.value)
+    savepoints, savepointed = savepoint_files(table)
+    partitions, incremental = partitions_to_clean(table, cfg, ectr, savepoints)
+    per_partition: dict[str, list[CleanFileInfo]] = defaultdict(list)
+    if partitions:
+        view = table.fs_view()
+        pending_bases = pending_compaction_bases(table)
+        n_completed = len(tl.completed_commits())
+        for p in partitions:
+            for rel in files_to_clean(
+                view, p, cfg, ectr, completed_commits=n_completed, savepointed=savepointed, pending_bases=pending_bases
+            ):
+                per_partition[p].append(
+                    CleanFileInfo(file_path=table.storage.uri(table.storage.join(rel)), is_bootstrap_base_file=False)
+                )
+    last_done = tl.latest_completed_commit_time()
+    plan = CleanerPlan(
+        earliest_instant_to_retain=(
+            ActionInstant(timestamp=str(ectr.time), action=ectr.action.value, state=State.COMPLETED.name)
+            if ectr is not None
+            else None
+        ),
+        last_completed_commit_timestamp=str(last_done or ""),
+        policy=cfg.policy.value,
+        files_to_be_deleted_per_partition={},
+        version=CLEAN_PLAN_VERSION,
+        file_paths_to_be_deleted_per_partition={p: tuple(v) for p, v in sorted(per_partition.items())},
+        partitions_to_be_deleted=(),
+        extra_metadata={SAVEPOINTED_TIMESTAMPS: ",".join(savepoints)} if savepoints else {},
+    )
+    reason = ""
+    if not per_partition:
+        if cfg.policy is not CleaningPolicy.KEEP_LATEST_FILE_VERSIONS and ectr is None:
+            n = len(tl.completed_commits())
+            reason = (
+                f"nothing to clean: {n} completed commit(s), {cfg.commits_retained} retained "
+                f"(hoodie.cleaner.commits.retained)"
+                if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS
+                else f"nothing to clean: no completed commit in the last {cfg.hours_retained} h "
+                "(hoodie.cleaner.hours.retained)"
+            )
+        else:
+            reason = f"nothing to clean: no file slice is older than what {cfg.policy.value} retains"
+    return CleanPlanning(
+        plan=plan,
+        earliest_commit_to_retain=ectr,
+        partitions_scanned=tuple(partitions),
+        incremental=incremental,
+        savepoints=savepoints,
+        reason=reason,
+    )
