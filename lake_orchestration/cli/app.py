@@ -728,6 +728,128 @@ def rollback_cmd(
                 click.echo(f"Rolled back {row['instant']} ({row['reason']}) with rollback {row['rollback_instant']}")
 
 
+# -- clean / savepoint -------------------------------------------------------------------------------------------
+@cli.command("clean")
+@click.argument("path")
+@click.option("--dry-run", is_flag=True, help="Only print what would be deleted (nothing is written).")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.cleaner.policy, hoodie.cleaner.commits.retained, hoodie.cleaner.fileversions.retained, "
+    "hoodie.cleaner.hours.retained, hoodie.clean.max.commits, ... as key=value (repeatable).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default="local",
+    show_default=True,
+    help="Where the deletes run: Spark tasks or a local thread pool.",
+)
+@click.option("--spark-master", default="local[*]", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def clean_cmd(
+    path: str, dry_run: bool, options: tuple[str, ...], engine: str, spark_master: str, as_json: bool
+) -> None:
+    """Delete file slices no retained commit, savepoint or pending compaction needs (pending cleans first)."""
+    from lake_orchestration.hudi.services.clean import run_clean
+
+    res = run_clean(
+        HudiTable(path),
+        _parse_options(options),
+        dry_run=dry_run,
+        spark=None if dry_run else _spark_or_none(engine, spark_master),
+    )
+    if as_json:
+        emit_json(res.to_json_obj())
+        return
+    ectr = res.earliest_commit_to_retain or "none"
+    if dry_run:
+        if not res.file_count:
+            click.echo(f"Nothing would be deleted ({res.reason or 'no pending clean'})")
+            return
+        click.echo(f"Would delete {res.file_count} file(s) ({res.policy}, earliest commit to retain {ectr}):")
+        for p, names in sorted(res.files.items()):
+            for n in names:
+                click.echo(f"  {p + '/' if p else ''}{n}")
+        return
+    if not res.instants:
+        click.echo(f"No clean: {res.reason}")
+        return
+    click.echo(
+        f"Completed clean {', '.join(res.instants)}: deleted {res.deleted} file(s)"
+        + (f", {res.failed} failed" if res.failed else "")
+        + f" ({res.policy}, earliest commit to retain {ectr})"
+    )
+
+
+@cli.group("savepoint")
+def savepoint_group() -> None:
+    """Savepoints: keep the files of a commit from clean and archive."""
+
+
+@savepoint_group.command("create")
+@click.argument("path")
+@click.option("--instant-time", required=True, help="The completed commit to savepoint.")
+@click.option("--user", default=None, help="savepointedBy (default: the OS user).")
+@click.option("--comments", default="", help="Free text stored with the savepoint.")
+@click.option("--dry-run", is_flag=True, help="Only print what the savepoint would list.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def savepoint_create(
+    path: str, instant_time: str, user: str | None, comments: str, dry_run: bool, as_json: bool
+) -> None:
+    """Savepoint a completed commit."""
+    from lake_orchestration.hudi.services.savepoint import create_savepoint
+
+    md = create_savepoint(HudiTable(path), instant_time, user=user, comments=comments, dry_run=dry_run)
+    files = {p: list(pm.savepoint_data_file) for p, pm in md.partition_metadata.items()}
+    n = sum(len(v) for v in files.values())
+    if as_json:
+        emit_json({"instant": instant_time, "dry_run": dry_run, "savepointed_by": md.savepointed_by, "files": files})
+    else:
+        click.echo(f"{'Would savepoint' if dry_run else 'Savepointed'} {instant_time}: {n} file(s) kept")
+
+
+@savepoint_group.command("delete")
+@click.argument("path")
+@click.option("--instant-time", required=True, help="The savepoint to delete.")
+@click.option("--dry-run", is_flag=True, help="Only say whether it exists.")
+@_errors
+def savepoint_delete(path: str, instant_time: str, dry_run: bool) -> None:
+    """Delete a savepoint (its files become cleanable again)."""
+    from lake_orchestration.hudi.services.savepoint import delete_savepoint
+
+    if not delete_savepoint(HudiTable(path), instant_time, dry_run=dry_run):
+        raise ValueError(f"No savepoint at {instant_time} in {path}")
+    click.echo(f"{'Would delete' if dry_run else 'Deleted'} savepoint {instant_time}")
+
+
+@savepoint_group.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def savepoint_show(path: str, as_json: bool) -> None:
+    """Savepoints on the active timeline."""
+    from dataclasses import asdict
+
+    from lake_orchestration.hudi.services.savepoint import list_savepoints
+
+    rows = list_savepoints(HudiTable(path))
+    if as_json:
+        emit_json([asdict(r) for r in rows])
+    elif not rows:
+        click.echo("No savepoint")
+    else:
+        click.echo(
+            table(
+                [(r.instant_time, r.savepointed_by, r.files, r.comments) for r in rows],
+                ["instant", "by", "files", "comments"],
+            )
+        )
+
+
 # -- demo ---------------------------------------------------------------------------------------------------------
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")
