@@ -1,0 +1,217 @@
+"""A real browser on the Dagster UI: the demo code location's compaction asset lists its pending plans as partitions.
+
+What a user does, end to end: the code location (``workspace.yaml`` -> ``definitions``) builds the demo MOR table,
+its ``demo_trips__schedule_compaction`` job writes a compaction plan, the ``demo_trips__pending_compaction_sensor``
+registers that instant as a partition of ``hudi/demo_trips/compaction`` (applied to the instance as the sensor daemon
+applies it), then ``dagster-webserver`` serves the UI and headless Chromium (Debian's package, driven over the
+DevTools protocol by ``tests/browser/cdp.py``) opens the asset's partitions page.
+
+The expected instants come from the table's timeline (``.hoodie/<t>.compaction.requested``), not from Dagster.
+Set ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` to refresh the screenshot kept in ``docs/img/``; otherwise it goes to tmp.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from tests.browser.cdp import Browser, find_chromium
+from tests.conftest import REPO_ROOT, REQUIRE_SHARED
+
+pytestmark = [pytest.mark.dagster, pytest.mark.browser]
+
+TABLE = "demo_trips"
+TABLE_KEY = f"hudi/{TABLE}"
+PARTITIONS_DEF = f"{TABLE}__compaction_instants"
+SCREENSHOT = REPO_ROOT / "docs" / "img" / "dagster-compaction-partitions.png"
+# Read at import: the autouse _isolate_env fixture removes every LAKE_ORCH_* variable before a test runs.
+UPDATE_SCREENSHOT = os.environ.get("LAKE_ORCH_UPDATE_SCREENSHOT") == "1"
+# Keys that would point the code location at a tables config instead of the demo table.
+TABLES_CONFIG_VARS = ("LAKE_ORCHESTRATION_CONFIG", "LAKE_ORCH_TABLES_YAML")
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Debian's chromium executable; skips (fails in CI) when it is absent."""
+    exe = find_chromium()
+    if exe is None:
+        explicit = os.environ.get("CHROMIUM_BIN")
+        where = f"CHROMIUM_BIN={explicit!r} is not an executable" if explicit else "no 'chromium' on PATH"
+        reason = (
+            f"headless Chromium not found ({where}): scripts/test.sh installs Debian's package via "
+            "scripts/ensure-chromium.sh when it can (root or sudo); or run `apt-get install chromium`"
+        )
+        if REQUIRE_SHARED:  # CI: a browser test that cannot run is a failure, not a skip
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return exe
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class DemoLocation:
+    demo_dir: Path
+    dagster_home: Path
+    pending: list[str]
+
+
+@pytest.fixture
+def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoLocation]:
+    """The demo code location with one pending compaction plan registered as a partition in a temp instance."""
+    from lake_orchestration.hudi.table import HudiTable
+
+    for var in TABLES_CONFIG_VARS:
+        monkeypatch.delenv(var, raising=False)
+    demo_dir, home = tmp_path / "demo-tables", tmp_path / "dagster-home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("LAKE_ORCH_DEMO_DIR", str(demo_dir))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+    sys.modules.pop("definitions", None)
+    sys.modules.pop("definitions.definitions", None)
+    try:
+        defs = importlib.import_module("definitions").defs  # builds the demo table, as the webserver's load would
+        with dg.DagsterInstance.get() as instance:
+            job = defs.resolve_job_def(f"{TABLE}__schedule_compaction")
+            assert job.execute_in_process(instance=instance).success
+            sensor = defs.resolve_sensor_def(f"{TABLE}__pending_compaction_sensor")
+            result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+            for req in result.dynamic_partitions_requests:  # what the sensor daemon does with the result
+                assert isinstance(req, dg.AddDynamicPartitionsRequest)
+                instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+            registered = instance.get_dynamic_partitions(PARTITIONS_DEF)
+    finally:
+        sys.modules.pop("definitions", None)
+        sys.modules.pop("definitions.definitions", None)
+
+    base = demo_dir / TABLE
+    on_disk = sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob("*.compaction.requested"))
+    assert on_disk, f"the schedule job wrote no compaction plan under {base / '.hoodie'}"
+    assert sorted(str(i.time) for i in HudiTable(str(base)).timeline.pending_compactions()) == on_disk
+    assert sorted(registered) == on_disk
+    yield DemoLocation(demo_dir=demo_dir, dagster_home=home, pending=on_disk)
+
+
+@pytest.fixture
+def webserver(demo_location: DemoLocation) -> Iterator[str]:
+    """``dagster-webserver -w workspace.yaml`` on a free loopback port; yields its URL once the location loaded."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in TABLES_CONFIG_VARS}
+    env.update(
+        LAKE_ORCH_DEMO_DIR=str(demo_location.demo_dir),
+        DAGSTER_HOME=str(demo_location.dagster_home),
+        PYTHONPATH=str(REPO_ROOT),
+        DAGSTER_DISABLE_TELEMETRY="1",
+    )
+    exe = Path(sys.executable).parent / "dagster-webserver"
+    log = demo_location.dagster_home / "webserver.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(exe), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_loaded(url, proc, log, timeout=60)
+        yield url
+    finally:
+        _kill_group(proc)
+
+
+def _wait_loaded(url: str, proc: subprocess.Popen[bytes], log: Path, *, timeout: float) -> None:
+    """Until the GraphQL endpoint reports the code location ``definitions`` as LOADED."""
+    query = b'{"query": "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"}'
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"dagster-webserver exited with {proc.returncode}; its log:\n{log.read_text()[-3000:]}")
+        try:
+            req = urllib.request.Request(f"{url}/graphql", data=query, headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                last = resp.read().decode()
+            if '"loadStatus":"LOADED"' in last.replace(" ", ""):
+                return
+        except OSError as err:
+            last = str(err)
+        time.sleep(0.5)
+    pytest.fail(f"{url}: code location not loaded within {timeout}s (last answer: {last[:500]}); log:\n"
+                f"{log.read_text()[-3000:]}")  # fmt: skip
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+        except ProcessLookupError:
+            pass
+
+
+def _dismiss_community_dialog(browser: Browser) -> None:
+    """The UI's first-visit 'Join the Dagster community' dialog: press its Skip button if it shows up."""
+    click = (
+        "(() => { const b = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Skip');"
+        " if (b) { b.click(); return true; } return false; })()"
+    )
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if browser.evaluate(click):
+            browser.wait_for(lambda t: "Join the Dagster community" not in t, timeout=5, what="the dialog closed")
+            return
+        time.sleep(0.25)
+
+
+def test_compaction_partitions_page_shows_table_asset_and_pending_plans(
+    chromium: str, demo_location: DemoLocation, webserver: str, tmp_path: Path
+) -> None:
+    asset_url = f"{webserver}/assets/{TABLE_KEY}/compaction"
+    with Browser(chromium) as browser:
+        # The partitions page: every pending plan of the timeline is a partition, none materialized yet.
+        browser.goto(f"{asset_url}?view=partitions")
+        text = browser.wait_for(
+            lambda t: all(p in t for p in demo_location.pending), timeout=45, what=f"partitions {demo_location.pending}"
+        )
+        assert "No assets were found" not in text
+        assert f"Missing ({len(demo_location.pending)})" in text
+        assert "Materialized (0)" in text
+        _dismiss_community_dialog(browser)
+        lines = [ln.strip() for ln in browser.text().splitlines()]
+        assert TABLE in lines  # the breadcrumb: Assets > hudi > demo_trips > compaction
+        shot = SCREENSHOT if UPDATE_SCREENSHOT else tmp_path / SCREENSHOT.name
+        time.sleep(0.5)  # let the dialog's fade-out finish before the picture
+        browser.screenshot(shot)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # The breadcrumb comes from the URL; the table asset itself is shown as the upstream of the compaction
+        # asset, which only the loaded definitions know.
+        browser.goto(f"{asset_url}?view=overview")
+        description = f"Compaction plans of {TABLE}: one partition per compaction instant"
+        text = browser.wait_for(
+            lambda t: "Upstream assets" in t and "Downstream assets" in t and description in t,
+            timeout=30,
+            what="the asset overview with its description and lineage",
+        )
+        upstream = text.split("Upstream assets", 1)[1].split("Downstream assets", 1)[0]
+        assert TABLE_KEY.replace("/", " / ") in upstream
