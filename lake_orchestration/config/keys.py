@@ -73,6 +73,53 @@ class HoodieKey(enum.Enum):
     )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
+    # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------
+    KEEP_MIN_COMMITS = (
+        "hoodie.keep.min.commits",
+        "20",
+        "Archival keeps at least this many completed commits (and cleans, rollbacks) on the active timeline.",
+    )
+    KEEP_MAX_COMMITS = (
+        "hoodie.keep.max.commits",
+        "30",
+        "Archival starts once more than this many completed commits (or cleans, rollbacks) are active.",
+    )
+    COMMITS_ARCHIVAL_BATCH = (
+        "hoodie.commits.archival.batch",
+        "10",
+        "Archived instants per Avro data block of an archive file.",
+    )
+    ARCHIVE_BEYOND_SAVEPOINT = (
+        "hoodie.archive.beyond.savepoint",
+        "false",
+        "Archive commits after the first savepoint too (the savepointed commits themselves are kept).",
+    )
+    ARCHIVE_MERGE_ENABLE = (
+        "hoodie.archive.merge.enable",
+        "false",
+        "Merge small archive files into one after archiving.",
+    )
+    ARCHIVE_MERGE_FILES_BATCH_SIZE = (
+        "hoodie.archive.merge.files.batch.size",
+        "10",
+        "Merge only when at least this many small archive files are candidates.",
+    )
+    ARCHIVE_MERGE_SMALL_FILE_LIMIT_BYTES = (
+        "hoodie.archive.merge.small.file.limit.bytes",
+        str(20 * 1024 * 1024),
+        "Archive files up to this size are merge candidates.",
+    )
+    CLEANER_POLICY = (
+        "hoodie.cleaner.policy",
+        "KEEP_LATEST_COMMITS",
+        "KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or KEEP_LATEST_BY_HOURS.",
+    )
+    CLEANER_COMMITS_RETAINED = (
+        "hoodie.cleaner.commits.retained",
+        "10",
+        "Completed commits whose file slices the cleaner keeps (KEEP_LATEST_COMMITS).",
+    )
+    CLEANER_HOURS_RETAINED = ("hoodie.cleaner.hours.retained", "24", "Hours of commits kept (KEEP_LATEST_BY_HOURS).")
 
     def __init__(self, key: str, default: str | None, doc: str) -> None:
         self.key = key

@@ -1,0 +1,163 @@
+"""Archival of the active timeline (timeline layout 1) with merge of small archive files.
+
+``run_archive(table, options)`` is the entry point: recover a crashed merge, finish a crashed run's deletions,
+choose instants (:mod:`.planner`), write and verify the archive file, delete the archived instant files (pending
+before completed, completed oldest first), their markers and ``.aux`` copies, then merge small archive files.
+Mirrors ``HoodieTimelineArchiver.archiveIfRequired`` (0.14/0.15).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lake_orchestration.hudi.model.instant import Instant, InstantTime
+from lake_orchestration.hudi.services.archive.archiver import (
+    CrashHook,
+    _no_crash,
+    archive_records,
+    delete_aux_instants,
+    delete_instant_files,
+    delete_markers,
+    leftover_instant_files,
+    write_archive_file,
+)
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig, CleanerPolicy
+from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_small_archive_files, recover_merge
+from lake_orchestration.hudi.services.archive.planner import ArchivePlan, plan_archive
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.archived_timeline import archive_dir
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ArchiveConfig",
+    "ArchivePlan",
+    "ArchiveResult",
+    "CleanerPolicy",
+    "MergeResult",
+    "plan_archive",
+    "run_archive",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchiveResult:
+    """What one archival run did (or, with ``dry_run``, would do)."""
+
+    dry_run: bool
+    """True if nothing was written or deleted."""
+    archived_instants: tuple[Instant, ...] = ()
+    """Instants moved to the archived timeline (latest state of each), in archive order."""
+    archived_files: tuple[str, ...] = ()
+    """Timeline state files archived (``<ts>.<action>[.<state>]``), one archive record each."""
+    archive_file: str | None = None
+    """Name of the archive file written (``.commits_.archive.N_1-0-1``)."""
+    deleted_files: tuple[str, ...] = ()
+    """Timeline files deleted after the archive file was verified."""
+    repaired_files: tuple[str, ...] = ()
+    """Timeline files a crashed run had archived but not deleted, deleted now."""
+    markers_deleted: tuple[str, ...] = ()
+    """Leftover marker dirs (``.temp/<ts>``) and ``.aux`` instant files removed."""
+    merge: MergeResult = field(default_factory=MergeResult)
+    """Recovery and outcome of the small-archive-file merge."""
+    min_instants_to_keep: int = 0
+    """Effective ``hoodie.keep.min.commits``."""
+    max_instants_to_keep: int = 0
+    """Effective ``hoodie.keep.max.commits``."""
+    earliest_commit_to_retain: InstantTime | None = None
+    """The cleaner's earliest commit to retain that archival respected, if any."""
+
+
+def run_archive(
+    table: HudiTable,
+    options: Mapping[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    _crash_at: CrashHook | None = None,
+) -> ArchiveResult:
+    """Archive what Hudi's rules allow, verify the archive file, then remove the instants from the active timeline.
+
+    Args:
+        table: The table.
+        options: Hudi keys (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``,
+            ``hoodie.commits.archival.batch``, ``hoodie.archive.*``, ``hoodie.cleaner.*``,
+            ``hoodie.compact.inline.*``) over ``hoodie.properties`` over Hudi's defaults.
+        dry_run: Only compute what would be archived, repaired and merged; write and delete nothing.
+        _crash_at: Test hook called with each stage name (raise from it to simulate a crash).
+
+    Returns:
+        What was archived, written, deleted and merged.
+
+    Raises:
+        PlanError: Invalid or inconsistent options (e.g. ``hoodie.keep.min.commits`` not above
+            ``hoodie.cleaner.commits.retained``).
+        CorruptFileError: A timeline or archive file cannot be decoded, or the new archive file does not read back
+            as written (then nothing is deleted).
+
+    Example:
+        >>> result = run_archive(HudiTable("/data/trips"), {"hoodie.keep.min.commits": "20"})  # doctest: +SKIP
+        >>> result.archive_file                                                              # doctest: +SKIP
+        '.commits_.archive.1_1-0-1'
+    """
+    crash = _crash_at or _no_crash
+    config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
+    config.validate()
+    folder = table.config.archivelog_folder
+    directory = archive_dir(table.storage, folder)
+
+    # 1. A merge cut short by a crash is completed or undone first (Java: only with merge enabled; a left-over
+    #    plan is resolved here regardless, so turning the option off never strands one).
+    recovered, recovered_deleted = recover_merge(table.storage, directory, dry_run=dry_run)
+    # 2. Deletions a crashed archival run did not finish.
+    leftovers = leftover_instant_files(table, folder)
+    repaired: list[str] = []
+    if leftovers:
+        log.warning("Finishing the deletion of %d archived instant file(s) left by a crashed run", len(leftovers))
+        repaired = [f.file_name for f in leftovers] if dry_run else delete_instant_files(table, leftovers)
+    # 3. Choose.
+    plan = plan_archive(table, config)
+    written_name = None
+    deleted: list[str] = []
+    cleaned: list[str] = []
+    if plan and not dry_run:
+        records = archive_records(table, plan.files)
+        written = write_archive_file(table.storage, directory, records, batch=config.archival_batch)
+        written_name = written.file.name
+        crash("archive_written")
+        cleaned = delete_markers(table, plan.files)
+        deleted = delete_instant_files(table, plan.files, crash=crash)
+        cleaned += delete_aux_instants(table, plan.files)
+    merge = MergeResult()
+    if config.merge_enable:
+        merge = merge_small_archive_files(
+            table.storage,
+            directory,
+            small_file_limit=config.merge_small_file_limit_bytes,
+            min_files=config.merge_files_batch_size,
+            batch=config.archival_batch,
+            dry_run=dry_run or False,
+            crash=crash,
+        )
+    if recovered:
+        merge = MergeResult(
+            recovered=recovered,
+            candidates=merge.candidates,
+            merged_file=merge.merged_file,
+            deleted=tuple(recovered_deleted) + merge.deleted,
+        )
+    table.refresh()
+    return ArchiveResult(
+        dry_run=dry_run,
+        archived_instants=plan.instants,
+        archived_files=tuple(f.file_name for f in plan.files),
+        archive_file=written_name,
+        deleted_files=tuple(deleted),
+        repaired_files=tuple(repaired),
+        markers_deleted=tuple(cleaned),
+        merge=merge,
+        min_instants_to_keep=plan.min_instants_to_keep,
+        max_instants_to_keep=plan.max_instants_to_keep,
+        earliest_commit_to_retain=plan.earliest_commit_to_retain,
+    )
