@@ -102,13 +102,25 @@ def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
     return out
 
 
+def archived_timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
+    """Every archived instant state (``.hoodie/archived/.commits_.archive.*``), sorted."""
+    from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
+
+    out = []
+    for e in ArchivedTimeline.load(t.storage, t.config.archivelog_folder):
+        i = e.instant
+        out.append({"instant": str(i.time), "action": i.action.value, "state": i.state.name, "file": e.file})
+    return out
+
+
 @timeline_group.command("show")
 @click.argument("path")
+@click.option("--archived", is_flag=True, help="Show the archived timeline (.hoodie/archived) instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_errors
-def timeline_show(path: str, as_json: bool) -> None:
-    """List the instants of the active timeline (latest state of each)."""
-    rows = timeline_rows(HudiTable(path))
+def timeline_show(path: str, archived: bool, as_json: bool) -> None:
+    """List the instants of the active timeline (latest state of each), or with --archived every archived state."""
+    rows = archived_timeline_rows(HudiTable(path)) if archived else timeline_rows(HudiTable(path))
     if as_json:
         emit_json(rows)
         return
@@ -847,6 +859,64 @@ def savepoint_show(path: str, as_json: bool) -> None:
                 [(r.instant_time, r.savepointed_by, r.files, r.comments) for r in rows],
                 ["instant", "by", "files", "comments"],
             )
+        )
+
+
+# -- archive --------------------------------------------------------------------------------------------------------
+@cli.command("archive")
+@click.argument("path")
+@click.option("--dry-run", is_flag=True, help="Only show what would be archived, repaired and merged.")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.keep.min.commits, hoodie.keep.max.commits, hoodie.archive.merge.enable, ... as key=value.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_errors
+def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: bool) -> None:
+    """Move old instants to the archived timeline (.hoodie/archived), then merge small archive files if enabled."""
+    from lake_orchestration.hudi.services.archive import run_archive
+
+    r = run_archive(HudiTable(path), _parse_options(options), dry_run=dry_run)
+    row = {
+        "dry_run": r.dry_run,
+        "archived_instants": [str(i) for i in r.archived_instants],
+        "archived_files": list(r.archived_files),
+        "archive_file": r.archive_file,
+        "deleted_files": list(r.deleted_files),
+        "repaired_files": list(r.repaired_files),
+        "markers_deleted": list(r.markers_deleted),
+        "merge": {
+            "recovered": r.merge.recovered,
+            "candidates": list(r.merge.candidates),
+            "merged_file": r.merge.merged_file,
+            "deleted": list(r.merge.deleted),
+        },
+        "min_instants_to_keep": r.min_instants_to_keep,
+        "max_instants_to_keep": r.max_instants_to_keep,
+    }
+    if as_json:
+        emit_json(row)
+        return
+    verb = "Would archive" if r.dry_run else "Archived"
+    if r.repaired_files:
+        click.echo(f"{'Would finish' if r.dry_run else 'Finished'} a crashed run: {len(r.repaired_files)} file(s)")
+    if r.archived_instants:
+        where = f" into {r.archive_file}" if r.archive_file else ""
+        click.echo(f"{verb} {len(r.archived_instants)} instant(s) ({len(r.archived_files)} file(s)){where}")
+        for i in r.archived_instants:
+            click.echo(f"  {i.time}  {i.action.value}")
+    else:
+        click.echo(
+            f"Nothing to archive (keeping {r.min_instants_to_keep}..{r.max_instants_to_keep} commits active)"
+        )
+    if r.merge.recovered:
+        click.echo(f"Recovered an interrupted merge: {r.merge.recovered}")
+    if r.merge.candidates:
+        click.echo(
+            f"{'Would merge' if r.dry_run else 'Merged'} {len(r.merge.candidates)} small archive file(s) "
+            f"into {r.merge.merged_file}"
         )
 
 
