@@ -1,0 +1,301 @@
+"""Clean and savepoints: what readers see as of every retained instant and savepoint is unchanged (hudi-rs)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import fastavro
+import pyarrow as pa
+import pytest
+from hudi import HudiReadOptions, HudiTableBuilder
+
+from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.errors import InvalidInstantStateError, PlanError
+from lake_orchestration.hudi.model.avro import CleanerPlan
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, run_clean, schedule_clean
+from lake_orchestration.hudi.services.clean import executor as clean_executor
+from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
+from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.conftest import SHARED, HudiFixture, require_shared
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
+
+
+def _reference_schema(name: str) -> dict:
+    require_shared()
+    text = (SHARED / "reference" / "hudi" / "avro" / name).read_text()
+    return json.loads(re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+
+
+def _resolve(path: Path, *names: str) -> dict:
+    """Decode a timeline Avro file with Hudi's reference schema (named types resolved from their own files)."""
+    named: dict = {}
+    for n in names[1:]:
+        fastavro.parse_schema(_reference_schema(n), named_schemas=named)
+    schema = fastavro.parse_schema(_reference_schema(names[0]), named_schemas=named)
+    with open(path, "rb") as f:
+        (rec,) = list(fastavro.reader(f, reader_schema=schema))
+    return rec
+
+
+def _as_of(path: Path, instant: str) -> pa.Table | None:
+    batches = HudiTableBuilder.from_base_uri(str(path)).build().read(HudiReadOptions().with_as_of_timestamp(instant))
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def _data_files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts
+            and not p.name.startswith(".hoodie_partition")}
+
+
+def _mor(tmp_path: Path, *, rounds: int = 9, compact_every: int = 3) -> Path:
+    """A MOR table: bulk insert, upserts and deletes, a compaction every few deltacommits (4 partitions)."""
+    path = tmp_path / "t"
+    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
+                        partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
+                        max_rows_per_file=80, small_file_limit=0)
+    base = generate_trips(320, partitions=4, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    for n in range(rounds):
+        write_table(str(path), generate_updates(base, fraction=0.15, seed=n, ts_offset=(n + 1) * 10**7),
+                    operation="upsert", options=opts)
+        if n % 4 == 3:
+            write_table(str(path), pick_deletes(base, fraction=0.02, seed=50 + n), operation="delete", options=opts)
+        if n % compact_every == compact_every - 1:
+            run_compaction(HudiTable(str(path)), schedule=True, config=CompactionConfig(max_delta_commits=1))
+    return path
+
+
+def _completed_commits(path: Path) -> list[str]:
+    return [str(i.time) for i in HudiTable(str(path)).timeline.completed_commits()]
+
+
+def _reads(path: Path, instants: list[str]) -> dict[str, pa.Table | None]:
+    return {t: _as_of(path, t) for t in instants}
+
+
+def _assert_reads_unchanged(path: Path, before: dict[str, pa.Table | None]) -> None:
+    for t, rows in before.items():
+        after = _as_of(path, t)
+        if rows is None:
+            assert after is None or after.num_rows == 0, f"as of {t}"
+        else:
+            assert after is not None, f"as of {t}: no rows after clean"
+            assert_same_rows(after, rows)
+
+
+def test_clean_keep_latest_commits_mor_reads_as_of_retained_instants_unchanged(tmp_path: Path) -> None:
+    path = _mor(tmp_path)
+    opts = {"hoodie.cleaner.commits.retained": "4"}
+    t = HudiTable(str(path))
+    ectr = plan_clean(t, CleanConfig.from_options(opts)).earliest_commit_to_retain
+    assert ectr is not None
+    commits = _completed_commits(path)
+    # the ECTR is the 4th completed commit from the end
+    assert str(ectr.time) == commits[-4]
+    retained = [c for c in commits if c >= str(ectr.time)]
+    before = _reads(path, retained)
+    snapshot = hudi_rs_snapshot(path)
+    files_before = _data_files(path)
+
+    res = run_clean(HudiTable(str(path)), opts)
+
+    assert len(res.instants) == 1 and res.deleted == res.file_count > 0 and res.failed == 0
+    gone = files_before - _data_files(path)
+    assert {g.rsplit("/", 1)[-1] for g in gone} == {n for v in res.files.values() for n in v}
+    # every deleted file belongs to a slice older than the ECTR
+    for g in gone:
+        name = g.rsplit("/", 1)[-1]
+        base_instant = name.split("_")[1] if name.startswith(".") else name.rsplit("_", 1)[-1].split(".")[0]
+        assert base_instant < str(ectr.time), g
+    _assert_reads_unchanged(path, before)
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+    # plan and metadata are what Java Hudi reads
+    inst = res.instants[0]
+    plan = _resolve(path / ".hoodie" / f"{inst}.clean.requested", "HoodieCleanerPlan.avsc")
+    assert plan["policy"] == "KEEP_LATEST_COMMITS" and plan["version"] == 2
+    assert plan["earliestInstantToRetain"]["timestamp"] == str(ectr.time)
+    assert plan["earliestInstantToRetain"]["state"] == "COMPLETED"
+    assert plan["lastCompletedCommitTimestamp"] == commits[-1]
+    assert sum(len(v) for v in plan["filePathsToBeDeletedPerPartition"].values()) == len(gone)
+    assert (path / ".hoodie" / f"{inst}.clean.inflight").read_bytes() == (
+        path / ".hoodie" / f"{inst}.clean.requested").read_bytes()
+    md = _resolve(path / ".hoodie" / f"{inst}.clean", "HoodieCleanMetadata.avsc", "HoodieCleanPartitionMetadata.avsc")
+    assert md["startCleanTime"] == inst and md["totalFilesDeleted"] == len(gone)
+    assert md["earliestCommitToRetain"] == str(ectr.time)
+    assert sum(len(p["successDeleteFiles"]) for p in md["partitionMetadata"].values()) == len(gone)
+    # nothing new: the trigger (hoodie.clean.max.commits=1) does not fire, a second run is a no-op
+    again = run_clean(HudiTable(str(path)), opts)
+    assert again.instants == () and "not triggered" in again.reason
+
+
+def test_clean_keep_latest_file_versions_on_java_cow_fixture(fresh_fixture) -> None:
+    path = fresh_fixture(HudiFixture.COW_COMPLEX_HIVE)
+    before = hudi_rs_snapshot(path)
+    files_before = _data_files(path)
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                                            "hoodie.cleaner.fileversions.retained": "1"})
+    gone = files_before - _data_files(path)
+    # the fixture's updated file group keeps two base file versions; the older one goes
+    assert len(gone) == 1 and res.deleted == 1
+    assert_same_rows(hudi_rs_snapshot(path), before)
+    plan = _resolve(path / ".hoodie" / f"{res.instants[0]}.clean.requested", "HoodieCleanerPlan.avsc")
+    assert plan["earliestInstantToRetain"] is None and plan["policy"] == "KEEP_LATEST_FILE_VERSIONS"
+
+
+def test_clean_removes_replaced_file_groups_of_insert_overwrite(fresh_fixture) -> None:
+    path = fresh_fixture(HudiFixture.COW_OVERWRITE_TABLE)
+    before = hudi_rs_snapshot(path)
+    t = HudiTable(str(path))
+    replaced = t.replaced_file_groups()
+    assert replaced
+    res = run_clean(t, {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"})
+    left = {p.name.split("_")[0] for p in path.rglob("*.parquet")}
+    assert not left & {fg.file_id for fg in replaced}, "replaced file groups are deleted"
+    assert res.deleted > 0
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_savepoint_protects_files_from_clean_until_deleted(tmp_path: Path) -> None:
+    path = _mor(tmp_path, rounds=9)
+    commits = _completed_commits(path)
+    sp = commits[2]
+    as_of_sp = _as_of(path, sp)
+    assert as_of_sp is not None and as_of_sp.num_rows > 0
+    md = create_savepoint(HudiTable(str(path)), sp, user="ops", comments="before migration")
+    saved = {n for pm in md.partition_metadata.values() for n in pm.savepoint_data_file}
+    assert saved
+    rec = _resolve(path / ".hoodie" / f"{sp}.savepoint", "HoodieSavePointMetadata.avsc")
+    assert rec["savepointedBy"] == "ops" and rec["comments"] == "before migration"
+    assert (path / ".hoodie" / f"{sp}.savepoint.inflight").read_bytes() == b""
+    assert [s.instant_time for s in list_savepoints(HudiTable(str(path)))] == [sp]
+
+    opts = {"hoodie.cleaner.commits.retained": "2"}
+    res = run_clean(HudiTable(str(path)), opts)
+    assert res.deleted > 0
+    names = {p.name for p in path.rglob("*") if p.is_file()}
+    assert saved <= names, "a savepointed file was cleaned"
+    assert_same_rows(_as_of(path, sp), as_of_sp)
+    # a savepoint of a commit the cleaner may already have removed is refused
+    with pytest.raises(InvalidInstantStateError, match="older than the earliest commit"):
+        create_savepoint(HudiTable(str(path)), commits[0])
+    with pytest.raises(InvalidInstantStateError, match="already savepointed"):
+        create_savepoint(HudiTable(str(path)), sp)
+
+    assert delete_savepoint(HudiTable(str(path)), sp)
+    assert not list(path.joinpath(".hoodie").glob(f"{sp}.savepoint*"))
+    assert not delete_savepoint(HudiTable(str(path)), sp)
+    # once the savepoint is gone its files are cleanable (a new commit makes the trigger fire)
+    base = generate_trips(5, partitions=4, seed=9)
+    write_table(str(path), base, operation="upsert")
+    snapshot = hudi_rs_snapshot(path)
+    run_clean(HudiTable(str(path)), opts)
+    names = {p.name for p in path.rglob("*") if p.is_file()}
+    assert saved - names, "files only the savepoint kept are cleaned after it is deleted"
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+
+
+def test_clean_keeps_slices_a_pending_compaction_reads(tmp_path: Path) -> None:
+    path = _mor(tmp_path, rounds=7, compact_every=3)  # compactions after rounds 3 and 6, then one more upsert
+    t = HudiTable(str(path))
+    sched = schedule_compaction(t, force=True)
+    assert sched.scheduled
+    pending = list(sched.plan.operations)
+    run_clean(HudiTable(str(path)), {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                                     "hoodie.cleaner.fileversions.retained": "1"})
+    for op in pending:
+        folder = path / (op.partition_path or "")
+        if op.data_file_path:
+            assert (folder / op.data_file_path.rsplit("/", 1)[-1]).exists(), "base file of a pending operation"
+        for log in op.delta_file_paths:
+            assert (folder / log.rsplit("/", 1)[-1]).exists(), "log file of a pending operation"
+    before = hudi_rs_snapshot(path)
+    run_compaction(HudiTable(str(path)))
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=("_hoodie_file_name",))
+
+
+def test_clean_dry_run_writes_nothing(tmp_path: Path) -> None:
+    path = _mor(tmp_path, rounds=6)
+    listing = sorted(str(p) for p in path.rglob("*"))
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, dry_run=True)
+    assert res.dry_run and res.file_count > 0 and res.deleted == 0
+    assert sorted(str(p) for p in path.rglob("*")) == listing
+    real = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    assert {n for v in real.files.values() for n in v} == {n for v in res.files.values() for n in v}
+
+
+def test_clean_crash_midway_next_run_converges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _mor(tmp_path)
+    opts = {"hoodie.cleaner.commits.retained": "3"}
+    snapshot = hudi_rs_snapshot(path)
+    inst, planning, _ = schedule_clean(HudiTable(str(path)), opts)
+    assert inst is not None and planning is not None and planning.file_count > 4
+    real_delete = clean_executor._delete
+    calls = {"n": 0}
+
+    def dying_delete(st, partition, p):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise KeyboardInterrupt("crash injected mid-clean")
+        return real_delete(st, partition, p)
+
+    monkeypatch.setattr(clean_executor, "_delete", dying_delete)
+    monkeypatch.setattr(clean_executor, "_LOCAL_THREADS", 1)
+    with pytest.raises(KeyboardInterrupt):
+        execute_clean(HudiTable(str(path)), str(inst.time))
+    monkeypatch.setattr(clean_executor, "_delete", real_delete)
+    t = HudiTable(str(path))
+    assert t.timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+    res = run_clean(t, opts)
+    assert res.instants[0] == str(inst.time)
+    md = _resolve(path / ".hoodie" / f"{inst.time}.clean", "HoodieCleanMetadata.avsc",
+                  "HoodieCleanPartitionMetadata.avsc")
+    # files deleted before the crash count as deleted when the plan is re-executed
+    assert md["totalFilesDeleted"] == planning.file_count
+    assert not any(p["failedDeleteFiles"] for p in md["partitionMetadata"].values())
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+    assert all(not (path / f).exists() for f in _planned_relative(path, planning.plan))
+
+
+def _planned_relative(path: Path, plan: CleanerPlan) -> list[str]:
+    return [str(Path(i.file_path).relative_to(path)) for v in plan.file_paths_to_be_deleted_per_partition.values()
+            for i in v]
+
+
+def test_clean_refuses_a_plan_pointing_outside_its_partition(tmp_path: Path) -> None:
+    path = _mor(tmp_path, rounds=4)
+    victim = tmp_path / "precious.parquet"
+    victim.write_bytes(b"keep me")
+    t = HudiTable(str(path))
+    plan = CleanerPlan(policy="KEEP_LATEST_COMMITS", version=2, files_to_be_deleted_per_partition={},
+                       file_paths_to_be_deleted_per_partition={"city=a": ()}, partitions_to_be_deleted=())
+    from lake_orchestration.hudi.model.avro import CleanFileInfo
+
+    bad = CleanerPlan(**{**plan.__dict__, "file_paths_to_be_deleted_per_partition": {
+        "city=a": (CleanFileInfo(file_path=str(victim), is_bootstrap_base_file=False),)}})
+    t.create_requested(Instant(t.new_instant_time(), Action.CLEAN, State.REQUESTED), bad.to_bytes())
+    with pytest.raises(PlanError, match=r"precious\.parquet"):
+        run_clean(HudiTable(str(path)))
+    assert victim.read_bytes() == b"keep me"
+
+
+def test_clean_options_are_validated() -> None:
+    with pytest.raises(PlanError, match=r"hoodie.cleaner.policy='KEEP_SOME'.*KEEP_LATEST_COMMITS"):
+        CleanConfig.from_options({"hoodie.cleaner.policy": "KEEP_SOME"})
+    with pytest.raises(PlanError, match=r"hoodie\.cleaner\.commits\.retained=0"):
+        CleanConfig.from_options({"hoodie.cleaner.commits.retained": "0"})
+
+
+def test_clean_on_spark_deletes_the_same_files(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    path = _mor(tmp_path, rounds=6)
+    snapshot = hudi_rs_snapshot(path)
+    dry = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, dry_run=True)
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, spark=spark)
+    assert res.deleted == dry.file_count > 0
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
