@@ -9,6 +9,8 @@ accumulated as rows arrive) and writes the footer Java Hudi expects: ``org.apach
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from typing import Any
 
 import numpy as np
@@ -155,6 +157,62 @@ class BaseFileWriter:
         return BaseFile(
             bf.file_id, bf.write_token, bf.instant, ".parquet", self.storage.size(self.path), bf.partition_path
         )
+
+
+class WriteBehind:
+    """Feeds a :class:`BaseFileWriter` from a background thread, so producing batch i+1 overlaps writing batch i.
+
+    Parquet encoding and compression (pyarrow) and the bloom filter hashing (numpy) release the GIL, so the caller's
+    read and merge of the next batch runs while the previous one is written. At most ``depth`` batches wait in the
+    queue (bounded memory). An error on the writer thread is raised by the next :meth:`write` or by :meth:`close`.
+    """
+
+    _DONE = object()
+
+    def __init__(self, writer: BaseFileWriter, depth: int = 2) -> None:
+        self.writer = writer
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"write-behind {writer.base_file.name}", daemon=True)
+        self._thread.start()
+
+    @property
+    def rows(self) -> int:
+        return self.writer.rows
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._DONE:
+                return
+            if self._error is None:
+                try:
+                    self.writer.write(item)
+                except BaseException as err:  # re-raised on the caller's thread
+                    self._error = err
+
+    def _check(self) -> None:
+        if self._error is not None:
+            self.abort()
+            raise self._error
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Queue rows for writing (blocks while ``depth`` batches are waiting)."""
+        self._check()
+        if table.num_rows:
+            self._queue.put(table)
+
+    def close(self) -> BaseFile:
+        """Wait for the queued batches, then close the file (see :meth:`BaseFileWriter.close`)."""
+        self.abort()
+        self._check()
+        return self.writer.close()
+
+    def abort(self) -> None:
+        """Stop the writer thread after the queued batches (the file is left unclosed)."""
+        if self._thread.is_alive():
+            self._queue.put(self._DONE)
+            self._thread.join()
 
 
 def write_base_file(

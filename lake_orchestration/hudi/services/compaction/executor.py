@@ -40,7 +40,7 @@ from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
 from lake_orchestration.hudi.model.timeline import Timeline
-from lake_orchestration.hudi.write.base_file import BaseFileWriter
+from lake_orchestration.hudi.write.base_file import BaseFileWriter, WriteBehind
 from lake_orchestration.hudi.write.file_group_writer import create_marker
 from lake_orchestration.io.storage import Storage
 
@@ -167,50 +167,59 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
     )
     t1 = time.monotonic()
-    writer: BaseFileWriter | None = None
+    writer: WriteBehind | None = None
 
-    def out() -> BaseFileWriter:
+    def out() -> WriteBehind:
         nonlocal writer
         if writer is None:
             name = BaseFile(task.file_id, token, InstantTime(task.instant)).name
             create_marker(storage, task.instant, p, name, "MERGE" if base is not None else "CREATE")
-            writer = BaseFileWriter(
-                storage,
-                partition_path=p,
-                file_id=task.file_id,
-                write_token=token,
-                instant=task.instant,
-                avro_schema=avro,
-                arrow_schema=schema,
-                compression=task.compression,
-                preserve_commit_metadata=True,
+            # written on a background thread: reading and merging batch i+1 overlaps writing batch i
+            writer = WriteBehind(
+                BaseFileWriter(
+                    storage,
+                    partition_path=p,
+                    file_id=task.file_id,
+                    write_token=token,
+                    instant=task.instant,
+                    avro_schema=avro,
+                    arrow_schema=schema,
+                    compression=task.compression,
+                    preserve_commit_metadata=True,
+                )
             )
         return writer
 
-    if base is not None:
-        out()  # a base file is rewritten even if every record was deleted
-    parts = spill.buckets() if spill is not None else [(None, tables, deletes)]
-    updated = deleted = n_inserts = n_log_keys = 0
-    for bucket, b_tables, b_deletes in parts:
-        log_records = combine_log_records(b_tables, b_deletes, mcfg, state)
-        merger = SliceMerger(log_records, mcfg)
+    try:
         if base is not None:
-            pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
-            for batch in pf.iter_batches(batch_size=131_072):
-                if bucket is not None:
-                    batch = batch.filter(spill.mask(batch.column(mcfg.key_field), bucket))  # type: ignore[union-attr]
-                out().write(merger.merge_batch(conform(batch, schema)))
-        inserts = merger.remaining_inserts(schema)
-        if inserts is not None and inserts.num_rows:
-            n_inserts += inserts.num_rows
-            out().write(inserts)
-        updated += merger.updated
-        deleted += merger.deleted
-        n_log_keys += (log_records.records.num_rows if log_records.records is not None else 0) + len(
-            log_records.deleted_keys
-        )
-    if spill is not None:
-        spill.close()
+            out()  # a base file is rewritten even if every record was deleted
+        parts = spill.buckets() if spill is not None else [(None, tables, deletes)]
+        updated = deleted = n_inserts = n_log_keys = 0
+        for bucket, b_tables, b_deletes in parts:
+            log_records = combine_log_records(b_tables, b_deletes, mcfg, state)
+            merger = SliceMerger(log_records, mcfg)
+            if base is not None:
+                pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
+                for batch in pf.iter_batches(batch_size=131_072):
+                    if bucket is not None:
+                        batch = batch.filter(spill.mask(batch.column(mcfg.key_field), bucket))  # type: ignore[union-attr]
+                    out().write(merger.merge_batch(conform(batch, schema)))
+            inserts = merger.remaining_inserts(schema)
+            if inserts is not None and inserts.num_rows:
+                n_inserts += inserts.num_rows
+                out().write(inserts)
+            updated += merger.updated
+            deleted += merger.deleted
+            n_log_keys += (log_records.records.num_rows if log_records.records is not None else 0) + len(
+                log_records.deleted_keys
+            )
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        if spill is not None:
+            spill.close()
     if writer is None:
         return None
     new_file = writer.close()
