@@ -120,6 +120,23 @@ class HoodieKey(enum.Enum):
         "Completed commits whose file slices the cleaner keeps (KEEP_LATEST_COMMITS).",
     )
     CLEANER_HOURS_RETAINED = ("hoodie.cleaner.hours.retained", "24", "Hours of commits kept (KEEP_LATEST_BY_HOURS).")
+    CLEANER_FILEVERSIONS_RETAINED = (
+        "hoodie.cleaner.fileversions.retained",
+        "3",
+        "File slices kept per file group (KEEP_LATEST_FILE_VERSIONS).",
+    )
+    CLEANER_INCREMENTAL_MODE = (
+        "hoodie.cleaner.incremental.mode",
+        "true",
+        "Scan only partitions written since the previous clean's earliest commit to retain.",
+    )
+    CLEAN_TRIGGER_STRATEGY = ("hoodie.clean.trigger.strategy", "NUM_COMMITS", "When a clean is scheduled.")
+    CLEAN_MAX_COMMITS = (
+        "hoodie.clean.max.commits",
+        "1",
+        "Completed commits since the last clean needed to schedule a new one.",
+    )
+    CLEANER_PARALLELISM = ("hoodie.cleaner.parallelism", "200", "At most this many parallel delete tasks.")
 
     def __init__(self, key: str, default: str | None, doc: str) -> None:
         self.key = key

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import PlanError
 
 
@@ -25,16 +26,16 @@ class CleaningTriggerStrategy(str, enum.Enum):
 
 
 _KEYS = {
-    "policy": "hoodie.cleaner.policy",
-    "commits_retained": "hoodie.cleaner.commits.retained",
-    "file_versions_retained": "hoodie.cleaner.fileversions.retained",
-    "hours_retained": "hoodie.cleaner.hours.retained",
-    "incremental_mode": "hoodie.cleaner.incremental.mode",
-    "trigger_strategy": "hoodie.clean.trigger.strategy",
-    "max_commits": "hoodie.clean.max.commits",
-    "parallelism": "hoodie.cleaner.parallelism",
+    "policy": HoodieKey.CLEANER_POLICY.key,
+    "commits_retained": HoodieKey.CLEANER_COMMITS_RETAINED.key,
+    "file_versions_retained": HoodieKey.CLEANER_FILEVERSIONS_RETAINED.key,
+    "hours_retained": HoodieKey.CLEANER_HOURS_RETAINED.key,
+    "incremental_mode": HoodieKey.CLEANER_INCREMENTAL_MODE.key,
+    "trigger_strategy": HoodieKey.CLEAN_TRIGGER_STRATEGY.key,
+    "max_commits": HoodieKey.CLEAN_MAX_COMMITS.key,
+    "parallelism": HoodieKey.CLEANER_PARALLELISM.key,
 }
-"""Attribute -> Hudi key; the single place clean key strings are spelled."""
+"""Attribute -> Hudi key."""
 
 
 @dataclass(frozen=True, kw_only=True)
