@@ -3,23 +3,28 @@
 ``lake-orch demo`` runs it: bulk_insert trips into three city partitions, three upserts (updates, new trips,
 deletes), then prints the timeline, the file slices and a snapshot summary read on Spark (``local[*]``) and
 checked against the in-process reader.
+
+The Dagster demo (``./scripts/demo.sh``, ``lake_orchestration.dagster.demo``) uses :func:`create_demo_table` and
+:func:`ingest_demo_batch`: a bulk_insert, then generated batches (updates, new trips, deletes) upserted through the
+writer, one batch per run of the demo ingest asset.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.datagen import TRIPS_SCHEMA, generate_trips, generate_updates, pick_deletes
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import WriteOptions, WriteResult, write_table
 
 DEMO_OPTIONS = WriteOptions(
     table_name="demo_trips",
@@ -86,3 +91,76 @@ def snapshot_summary(snapshot: pa.Table) -> dict[str, object]:
 
 def local_snapshot(path: str) -> pa.Table:
     return read_snapshot_table(HudiTable(path))
+
+
+@dataclass
+class DemoBatch:
+    """One ingest batch of the Dagster demo: the commits it made and their counts."""
+
+    instants: list[str] = field(default_factory=list)
+    """Completed deltacommits, in order."""
+    inserted: int = 0
+    """New records."""
+    updated: int = 0
+    """Updated records."""
+    deleted: int = 0
+    """Deleted records."""
+    records: int = 0
+    """Records handed to the writer (inserts, updates and deletes)."""
+    seconds: float = 0.0
+    """Wall time of the writes."""
+
+
+def create_demo_table(path: str | Path, *, rows: int = 1000, seed: int = 42) -> WriteResult:
+    """Create the demo MOR table at ``path`` with one bulk_insert of ``rows`` trips (a previous one is replaced)."""
+    path = str(path)
+    if Path(path, ".hoodie").exists():
+        shutil.rmtree(path)
+    return write_table(
+        path, generate_trips(rows, partitions=3, seed=seed), operation="bulk_insert", options=DEMO_OPTIONS
+    )
+
+
+def ingest_demo_batch(
+    path: str | Path,
+    *,
+    seed: int,
+    update_fraction: float = 0.1,
+    new_rows: int = 50,
+    delete_fraction: float = 0.02,
+    storage_options: dict[str, object] | None = None,
+) -> DemoBatch:
+    """Upsert one generated batch into the demo table, then delete a few trips (two deltacommits).
+
+    The batch updates ``update_fraction`` of the live trips (a larger ``ts``, a new fare), inserts ``new_rows``
+    trips and deletes ``delete_fraction`` of the live trips not updated. Everything is drawn from ``seed``.
+    """
+    path = str(path)
+    t0 = time.monotonic()
+    table = HudiTable(path, storage_options=storage_options)  # type: ignore[arg-type]
+    live = read_snapshot_table(table).select(TRIPS_SCHEMA.names).cast(TRIPS_SCHEMA)
+    if live.num_rows == 0:
+        raise ValueError(
+            f"The demo table at {path} has no live rows to update: expected a table from create_demo_table"
+        )
+    # a ts above every live row's, so the updates win under event-time and commit-time ordering alike
+    offset = int(pc.max(live.column("ts")).as_py()) - int(pc.min(live.column("ts")).as_py()) + 1
+    upd = generate_updates(live, fraction=update_fraction, seed=seed, ts_offset=offset)
+    new = generate_trips(new_rows, partitions=3, seed=seed + 1_000_003, ts_offset=offset + 10_000_000)
+    batch = DemoBatch()
+    r = write_table(
+        path, pa.concat_tables([upd, new]), operation="upsert", options=DEMO_OPTIONS, storage_options=storage_options
+    )  # type: ignore[arg-type]
+    batch.instants.append(r.instant)
+    batch.inserted, batch.updated = r.inserted, r.updated
+    batch.records += upd.num_rows + new.num_rows
+    updated = set(upd.column("uuid").to_pylist())
+    candidates = live.filter(pc.invert(pc.is_in(live.column("uuid"), pa.array(sorted(updated), pa.string()))))
+    dele = pick_deletes(candidates, fraction=delete_fraction, seed=seed + 2_000_003)
+    if dele.num_rows:
+        r = write_table(path, dele, operation="delete", options=DEMO_OPTIONS, storage_options=storage_options)  # type: ignore[arg-type]
+        batch.instants.append(r.instant)
+        batch.deleted = r.deleted
+        batch.records += dele.num_rows
+    batch.seconds = time.monotonic() - t0
+    return batch

@@ -11,17 +11,24 @@ Per table ``t``:
   instant; FIFO/LIFO; a maximum per tick; a cursor of seen instants that fails loudly when unreadable);
 * asset checks on ``hudi/t``: oldest pending compaction age, log files per slice, active timeline length.
 
-Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance).
+Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance). Every
+service step retries with the table's retry policy (``retry_max_retries``, exponential backoff from
+``retry_delay_seconds``): each step resumes from the timeline, so a retry is safe. Tables are opened with their
+storage options (:meth:`HudiTableConfig.open_table`), secrets read from the environment at run time.
+
+The same definitions come from YAML through ``HudiTablesComponent`` (``lake_orchestration.dagster.component``).
 """
 
 import json
 import time
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 import pendulum
 
+from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
+from lake_orchestration.dagster.resources import build_spark_resource
 from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.services.compaction import (
     CompactionConfig,
@@ -29,37 +36,6 @@ from lake_orchestration.hudi.services.compaction import (
     schedule_compaction,
 )
 from lake_orchestration.hudi.table import HudiTable
-
-
-class HudiTableConfig(dg.Config):
-    """One Hudi table managed by lake_orchestration."""
-
-    name: str
-    """Dagster-facing table name (asset keys ``hudi/<name>``, job names ``<name>__...``)."""
-    base_path: str
-    """Table base path or URI."""
-    compaction_options: dict[str, str] = {}  # noqa: RUF012 - pydantic copies field defaults
-    """Compaction options under Hudi's keys (``hoodie.compact.inline.max.delta.commits`` ...)."""
-    compaction_seq: Literal["FIFO", "LIFO"] = "FIFO"
-    """Order in which the sensor requests pending plans (``--seq``)."""
-    max_plans_per_tick: int = 5
-    """Run requests the pending-compaction sensor emits at most per evaluation."""
-    engine: Literal["spark", "local"] = "spark"
-    """Where compaction operations run: the ``pyspark`` resource, or in-process."""
-    schedule_cron: str = "*/15 * * * *"
-    """Cron of the schedule-compaction job."""
-    max_pending_plan_age_seconds: int = 24 * 3600
-    """Asset check: the oldest pending compaction plan may not be older than this."""
-    max_log_files_per_slice: int = 50
-    """Asset check: no latest file slice may have more log files than this."""
-    max_active_timeline_instants: int = 30
-    """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
-    heartbeat_interval_ms: int = 60_000
-    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers."""
-    heartbeat_tolerable_misses: int = 2
-    """``hoodie.client.heartbeat.tolerable.misses``."""
-    inflight_timeout_seconds: int = 6 * 3600
-    """A pending write without a heartbeat file is stale after this long."""
 
 
 def table_health(table: HudiTable) -> dict[str, Any]:
@@ -98,10 +74,11 @@ def _table_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
         kinds={"hudi"},
         description=f"Hudi table {cfg.name} at {cfg.base_path}",
         metadata={"base_path": cfg.base_path},
+        deps=[dg.AssetKey.from_user_string(k) for k in cfg.upstream_assets],
         pool=f"hudi_{cfg.name}",
     )
     def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        health = table_health(HudiTable(cfg.base_path))
+        health = table_health(cfg.open_table())
         context.log.info(f"{cfg.name}: {health}")
         return dg.MaterializeResult(metadata=health)
 
@@ -118,20 +95,20 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
         partitions_def=parts,
         deps=[_table_key(cfg)],
         description=f"Compaction plans of {cfg.name}: one partition per compaction instant",
-        retry_policy=dg.RetryPolicy(max_retries=2, delay=10),
+        retry_policy=cfg.retry_policy(),
         pool=f"hudi_{cfg.name}",
         required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
     )
     def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         instant = context.partition_key
-        table = HudiTable(cfg.base_path)
+        table = cfg.open_table()
         done = table.timeline.get(instant, Action.COMMIT)
         if done is not None and done.is_completed:
             context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
             return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
         r = execute_compaction(
-            table, instant, config=CompactionConfig.from_options(cfg.compaction_options), spark=spark
+            table, instant, config=CompactionConfig.from_options(cfg.compaction_options_str), spark=spark
         )
         ops = [
             {
@@ -160,9 +137,9 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
 
 
 def _schedule_job(cfg: HudiTableConfig) -> dg.JobDefinition:
-    @dg.op(name=f"{cfg.name}__schedule_compaction_op", pool=f"hudi_{cfg.name}")
+    @dg.op(name=f"{cfg.name}__schedule_compaction_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def schedule_op(context: dg.OpExecutionContext) -> None:
-        r = schedule_compaction(HudiTable(cfg.base_path), config=CompactionConfig.from_options(cfg.compaction_options))
+        r = schedule_compaction(cfg.open_table(), config=CompactionConfig.from_options(cfg.compaction_options_str))
         context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
         context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
 
@@ -179,7 +156,7 @@ def _pending_sensor(cfg: HudiTableConfig, job: Any) -> dg.SensorDefinition:
     @dg.sensor(name=f"{cfg.name}__pending_compaction_sensor", job=job, minimum_interval_seconds=30)
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         seen = _read_cursor(context.cursor, cfg.name)
-        pending = [str(i.time) for i in HudiTable(cfg.base_path).timeline.pending_compactions()]
+        pending = [str(i.time) for i in cfg.open_table().timeline.pending_compactions()]
         new = [t for t in pending if t not in seen]
         if cfg.compaction_seq == "LIFO":
             new.reverse()
@@ -223,11 +200,11 @@ class RollbackConfig(dg.Config):
 
 
 def _rollback_job(cfg: HudiTableConfig) -> dg.JobDefinition:
-    @dg.op(name=f"{cfg.name}__rollback_op", pool=f"hudi_{cfg.name}")
+    @dg.op(name=f"{cfg.name}__rollback_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
         from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
 
-        table = HudiTable(cfg.base_path)
+        table = cfg.open_table()
         if config.instant_time:
             done = [(config.instant_time, rollback_write(table, config.instant_time, dry_run=config.dry_run))]
         else:
@@ -258,7 +235,7 @@ def _stale_sensor(cfg: HudiTableConfig, job: dg.JobDefinition) -> dg.SensorDefin
         from lake_orchestration.hudi.services.rollback.write import stale_writes
 
         stale = stale_writes(
-            HudiTable(cfg.base_path),
+            cfg.open_table(),
             interval_ms=cfg.heartbeat_interval_ms,
             tolerable_misses=cfg.heartbeat_tolerable_misses,
             timeout_s=cfg.inflight_timeout_seconds,
@@ -284,7 +261,7 @@ def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
 
     @dg.asset_check(asset=key, name="oldest_pending_compaction_age")
     def pending_age() -> dg.AssetCheckResult:
-        tl = HudiTable(cfg.base_path).timeline
+        tl = cfg.open_table().timeline
         pending = list(tl.pending_compactions())
         if not pending:
             return dg.AssetCheckResult(passed=True, metadata={"pending_plans": 0})
@@ -297,7 +274,7 @@ def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
 
     @dg.asset_check(asset=key, name="log_files_per_slice")
     def log_files() -> dg.AssetCheckResult:
-        h = table_health(HudiTable(cfg.base_path))
+        h = table_health(cfg.open_table())
         return dg.AssetCheckResult(
             passed=h["max_log_files_per_slice"] <= cfg.max_log_files_per_slice,
             metadata={"max_log_files_per_slice": h["max_log_files_per_slice"], "limit": cfg.max_log_files_per_slice},
@@ -305,7 +282,7 @@ def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
 
     @dg.asset_check(asset=key, name="active_timeline_length")
     def timeline_length() -> dg.AssetCheckResult:
-        n = len(HudiTable(cfg.base_path).timeline)
+        n = len(cfg.open_table().timeline)
         return dg.AssetCheckResult(
             passed=n <= cfg.max_active_timeline_instants,
             metadata={"instants": n, "hoodie.keep.max.commits": cfg.max_active_timeline_instants},
@@ -315,11 +292,30 @@ def _checks(cfg: HudiTableConfig) -> list[dg.AssetChecksDefinition]:
 
 
 def build_hudi_definitions(
-    *, tables: Sequence[HudiTableConfig], spark_config: dict[str, str] | None = None
+    *, tables: Sequence[HudiTableConfig], spark_config: Mapping[str, Any] | None = None
 ) -> dg.Definitions:
-    """Definitions for every configured table (see the module docstring), with a lazy ``pyspark`` resource."""
-    from dagster_pyspark import LazyPySparkResource
+    """Definitions for every configured table (see the module docstring), with a lazy ``pyspark`` resource.
 
+    Args:
+        tables: the tables (names must be unique).
+        spark_config: ``spark.*`` configuration of the ``pyspark`` resource over the embedded default
+            (``spark.master=local[*]``).
+
+    Returns:
+        The assets, checks, jobs, schedules, sensors and the ``pyspark`` resource of every table.
+
+    Raises:
+        HudiConfigError: two tables share a name, or a ``spark_config`` key is not a ``spark.*`` key.
+
+    Example:
+        >>> defs = build_hudi_definitions(tables=[HudiTableConfig(name="trips", base_path="/data/trips")])
+        >>> sorted(j.name for j in defs.jobs)[:2]
+        ['trips__compaction', 'trips__rollback']
+    """
+    names = [t.name for t in tables]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise HudiConfigError("tables", f"duplicate table names {dupes}: each table needs its own name")
     assets: list[Any] = []
     jobs: list[Any] = []
     schedules: list[Any] = []
@@ -343,12 +339,11 @@ def build_hudi_definitions(
         jobs.append(rb_job)
         sensors.append(_stale_sensor(cfg, rb_job))
         checks += _checks(cfg)
-    conf = {"spark.master": "local[*]", "spark.ui.enabled": "false", **(spark_config or {})}
     return dg.Definitions(
         assets=assets,
         jobs=jobs,
         schedules=schedules,
         sensors=sensors,
         asset_checks=checks,
-        resources={"pyspark": LazyPySparkResource(spark_config=conf)},
+        resources={"pyspark": build_spark_resource(spark_config)},
     )

@@ -1,0 +1,468 @@
+"""Typed configuration of the Dagster layer: tables, their storage, and per-service options under Hudi's keys.
+
+One :class:`HudiTableConfig` per table. Its ``storage`` is a discriminated union on ``provider``
+(:class:`LocalStorage`, :class:`S3Storage`, :class:`GcsStorage`, :class:`HdfsStorage`) mapped to the
+``storage_options`` that :class:`~lake_orchestration.hudi.table.HudiTable` hands to ``pyarrow.fs``. Secrets are
+never values of the config: a secret field names the environment variable that holds it (``secret_key_env:
+AWS_SECRET_ACCESS_KEY``) and is read when a run opens the table, so no secret is in YAML, in the Dagster UI, in run
+config or in metadata.
+
+The same models are the attributes of the ``HudiTablesComponent`` (``defs.yaml``) and the entries of the code
+location's config file (:func:`load_config_file`). They are ``dg.Model`` (pydantic, extra keys refused), not
+``dg.Config``: they configure definitions when the code location loads, not runs, and Dagster's run-config schema
+cannot express an optional discriminated union, a datetime or a string-or-number option value.
+"""
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlparse
+
+import dagster as dg
+import pydantic
+import yaml
+
+from lake_orchestration.errors import LakeOrchestrationError
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+OptionValue = str | int | float | bool
+"""A service option as YAML gives it; normalized to the string Hudi reads (``true``/``false`` for booleans)."""
+
+
+class HudiConfigError(LakeOrchestrationError, ValueError):
+    """A table configuration (a config file, a ``defs.yaml`` or a :class:`HudiTableConfig`) is invalid."""
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        super().__init__(f"{where}: {detail}")
+
+
+def _option_str(v: OptionValue) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _normalize_options(value: Any, what: str) -> Any:
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k.startswith("hoodie."):
+            raise ValueError(f"{what} take Hudi's keys (hoodie.*); got key {k!r}")
+        if not isinstance(v, str | int | float | bool):
+            raise ValueError(f"{what}: {k} must be a string, number or boolean, got {type(v).__name__}")
+        out[k] = _option_str(v)
+    return out
+
+
+def _env_secret(var: str | None, *, table: str, field: str) -> str | None:
+    if var is None:
+        return None
+    value = os.environ.get(var)
+    if not value:
+        raise HudiConfigError(
+            f"table {table!r}",
+            f"storage.{field} names the environment variable {var!r}, which is not set (or empty) in this process; "
+            "expected it to hold the secret",
+        )
+    return value
+
+
+def _check_env_name(v: str | None) -> str | None:
+    if v is not None and not _ENV_NAME.fullmatch(v):
+        raise ValueError(
+            "expected the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), got a value that is not one "
+            f"({len(v)} characters, not shown: secrets never go into the config, put them in the environment)"
+        )
+    return v
+
+
+class LocalStorage(dg.Resolvable, dg.Model):
+    """A table on the local file system (or a mounted one): no options."""
+
+    provider: Literal["local"] = "local"
+    """Discriminator."""
+
+    def to_storage_options(self, *, table: str) -> dict[str, Any]:
+        """The ``storage_options`` of ``HudiTable`` (none for local paths)."""
+        return {}
+
+
+class S3Storage(dg.Resolvable, dg.Model):
+    """A table on S3 (``s3://`` or ``s3a://``): options of ``pyarrow.fs.S3FileSystem``.
+
+    Without ``access_key_env``/``secret_key_env`` pyarrow uses the AWS default credential chain (environment,
+    ``~/.aws``, instance or pod role).
+    """
+
+    provider: Literal["s3"] = "s3"
+    """Discriminator."""
+    region: str | None = None
+    """AWS region (``region``)."""
+    endpoint_override: str | None = None
+    """S3-compatible endpoint, e.g. ``localhost:9000`` for MinIO."""
+    scheme: Literal["https", "http"] | None = None
+    """Connection scheme (``http`` for a local MinIO)."""
+    anonymous: bool | None = None
+    """Unsigned requests (public buckets)."""
+    role_arn: str | None = None
+    """An IAM role to assume."""
+    force_virtual_addressing: bool | None = None
+    """Virtual-hosted-style addressing (some S3-compatible stores need it)."""
+    access_key_env: str | None = None
+    """Name of the environment variable holding the access key id (``AWS_ACCESS_KEY_ID``)."""
+    secret_key_env: str | None = None
+    """Name of the environment variable holding the secret access key (``AWS_SECRET_ACCESS_KEY``)."""
+    session_token_env: str | None = None
+    """Name of the environment variable holding a session token (``AWS_SESSION_TOKEN``)."""
+
+    @pydantic.field_validator("access_key_env", "secret_key_env", "session_token_env")
+    @classmethod
+    def _env_names(cls, v: str | None) -> str | None:
+        return _check_env_name(v)
+
+    @pydantic.model_validator(mode="after")
+    def _pair(self) -> "S3Storage":
+        if (self.access_key_env is None) != (self.secret_key_env is None):
+            raise ValueError("access_key_env and secret_key_env go together: set both or neither")
+        return self
+
+    def to_storage_options(self, *, table: str) -> dict[str, Any]:
+        """The ``storage_options`` of ``HudiTable``, secrets read from the environment now."""
+        opts: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in ("region", "endpoint_override", "scheme", "anonymous", "role_arn", "force_virtual_addressing")
+            if getattr(self, k) is not None
+        }
+        for key in ("access_key", "secret_key", "session_token"):
+            v = _env_secret(getattr(self, f"{key}_env"), table=table, field=f"{key}_env")
+            if v is not None:
+                opts[key] = v
+        return opts
+
+
+class GcsStorage(dg.Resolvable, dg.Model):
+    """A table on Google Cloud Storage (``gs://``): options of ``pyarrow.fs.GcsFileSystem``.
+
+    Without ``access_token_env`` pyarrow uses Google's default credentials (``GOOGLE_APPLICATION_CREDENTIALS``,
+    the metadata server).
+    """
+
+    provider: Literal["gcs"] = "gcs"
+    """Discriminator."""
+    project_id: str | None = None
+    """Project for bucket creation (``project_id``)."""
+    endpoint_override: str | None = None
+    """A GCS-compatible endpoint (e.g. a local emulator)."""
+    scheme: Literal["https", "http"] | None = None
+    """Connection scheme."""
+    anonymous: bool | None = None
+    """Unauthenticated access (public buckets)."""
+    default_bucket_location: str | None = None
+    """Location of buckets pyarrow creates."""
+    target_service_account: str | None = None
+    """A service account to impersonate."""
+    access_token_env: str | None = None
+    """Name of the environment variable holding an OAuth access token."""
+    credential_token_expiration: datetime | None = None
+    """When that access token expires (required with ``access_token_env``)."""
+
+    @pydantic.field_validator("access_token_env")
+    @classmethod
+    def _env_names(cls, v: str | None) -> str | None:
+        return _check_env_name(v)
+
+    @pydantic.model_validator(mode="after")
+    def _pair(self) -> "GcsStorage":
+        if (self.access_token_env is None) != (self.credential_token_expiration is None):
+            raise ValueError("access_token_env and credential_token_expiration go together: set both or neither")
+        return self
+
+    def to_storage_options(self, *, table: str) -> dict[str, Any]:
+        """The ``storage_options`` of ``HudiTable``, the token read from the environment now."""
+        opts: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in (
+                "project_id",
+                "endpoint_override",
+                "scheme",
+                "anonymous",
+                "default_bucket_location",
+                "target_service_account",
+                "credential_token_expiration",
+            )
+            if getattr(self, k) is not None
+        }
+        token = _env_secret(self.access_token_env, table=table, field="access_token_env")
+        if token is not None:
+            opts["access_token"] = token
+        return opts
+
+
+class HdfsStorage(dg.Resolvable, dg.Model):
+    """A table on HDFS (``hdfs://host:port/path``): options of ``pyarrow.fs.HadoopFileSystem``.
+
+    Host and port come from the base path. Kerberos uses a ticket cache file (``kerb_ticket``), never a password.
+    """
+
+    provider: Literal["hdfs"] = "hdfs"
+    """Discriminator."""
+    user: str | None = None
+    """HDFS user name."""
+    kerb_ticket: str | None = None
+    """Path of the Kerberos ticket cache."""
+    replication: int | None = None
+    """Replication of the files written."""
+    buffer_size: int | None = None
+    """Read/write buffer size in bytes (0: the HDFS default)."""
+    default_block_size: int | None = None
+    """Block size of the files written."""
+    extra_conf: dict[str, str] = {}  # noqa: RUF012 - pydantic copies field defaults
+    """Extra Hadoop configuration (``dfs.*`` ...)."""
+
+    def to_storage_options(self, *, table: str) -> dict[str, Any]:
+        """The ``storage_options`` of ``HudiTable``."""
+        opts: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in ("user", "kerb_ticket", "replication", "buffer_size", "default_block_size")
+            if getattr(self, k) is not None
+        }
+        if self.extra_conf:
+            opts["extra_conf"] = dict(self.extra_conf)
+        return opts
+
+
+StorageConfig = Annotated[LocalStorage | S3Storage | GcsStorage | HdfsStorage, pydantic.Field(discriminator="provider")]
+"""Storage of a table: one of the providers, chosen by ``provider: local | s3 | gcs | hdfs``."""
+
+_SCHEMES = {"local": ("", "file"), "s3": ("s3", "s3a"), "gcs": ("gs", "gcs"), "hdfs": ("hdfs",)}
+
+
+class HudiTableConfig(dg.Resolvable, dg.Model):
+    """One Hudi table managed by lake_orchestration (an entry of ``tables:``)."""
+
+    name: str
+    """Dagster-facing table name (asset keys ``hudi/<name>``, job names ``<name>__...``): ``[A-Za-z0-9_]+``."""
+    base_path: str
+    """Table base path or URI (``/data/t``, ``s3://bucket/t``, ``gs://bucket/t``, ``hdfs://nn:8020/t``)."""
+    storage: StorageConfig | None = None
+    """Storage options; default: none (local paths, or pyarrow's default credential chain for object stores)."""
+    compaction_options: dict[str, OptionValue] = {}  # noqa: RUF012 - pydantic copies field defaults
+    """Compaction options under Hudi's keys (``hoodie.compact.inline.max.delta.commits`` ...)."""
+    clean_options: dict[str, OptionValue] = {}  # noqa: RUF012
+    """Clean options under Hudi's keys (``hoodie.cleaner.policy``, ``hoodie.cleaner.commits.retained`` ...)."""
+    archive_options: dict[str, OptionValue] = {}  # noqa: RUF012
+    """Archive options under Hudi's keys (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits`` ...)."""
+    upstream_assets: list[str] = []  # noqa: RUF012
+    """Asset keys (``raw/trips``) of the jobs that write the table: deps of ``hudi/<name>``, for lineage."""
+    compaction_seq: Literal["FIFO", "LIFO"] = "FIFO"
+    """Order in which the sensor requests pending plans (``--seq``)."""
+    max_plans_per_tick: int = pydantic.Field(default=5, ge=1)
+    """Run requests the pending-compaction sensor emits at most per evaluation."""
+    engine: Literal["spark", "local"] = "spark"
+    """Where compaction operations run: the ``pyspark`` resource, or in-process."""
+    schedule_cron: str = "*/15 * * * *"
+    """Cron of the schedule-compaction job."""
+    max_pending_plan_age_seconds: int = 24 * 3600
+    """Asset check: the oldest pending compaction plan may not be older than this."""
+    max_log_files_per_slice: int = 50
+    """Asset check: no latest file slice may have more log files than this."""
+    max_active_timeline_instants: int = 30
+    """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
+    heartbeat_interval_ms: int = 60_000
+    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers."""
+    heartbeat_tolerable_misses: int = 2
+    """``hoodie.client.heartbeat.tolerable.misses``."""
+    inflight_timeout_seconds: int = 6 * 3600
+    """A pending write without a heartbeat file is stale after this long."""
+    retry_max_retries: int = pydantic.Field(default=2, ge=0)
+    """Dagster retries of a failed service step (compaction partition, schedule, rollback)."""
+    retry_delay_seconds: float = pydantic.Field(default=10.0, ge=0)
+    """Delay before the first retry; doubles on each further retry (exponential backoff)."""
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _DAGSTER_NAME.fullmatch(v):
+            raise ValueError("expected letters, digits and underscores only (a Dagster name)")
+        return v
+
+    @pydantic.field_validator("compaction_options", "clean_options", "archive_options", mode="before")
+    @classmethod
+    def _options(cls, v: Any, info: pydantic.ValidationInfo) -> Any:
+        return _normalize_options(v, str(info.field_name))
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> "HudiTableConfig":
+        scheme = urlparse(self.base_path).scheme.lower()
+        if len(scheme) == 1:  # a Windows drive letter
+            scheme = ""
+        if self.storage is not None and scheme not in _SCHEMES[self.storage.provider]:
+            expected = " or ".join(f"{s}://" if s else "a local path" for s in _SCHEMES[self.storage.provider])
+            raise ValueError(
+                f"storage.provider {self.storage.provider!r} does not match base_path {self.base_path!r}: "
+                f"expected {expected}"
+            )
+        from lake_orchestration.hudi.services.compaction import CompactionConfig
+
+        try:
+            CompactionConfig.from_options(self.compaction_options_str)
+        except LakeOrchestrationError as err:
+            raise ValueError(str(err)) from err
+        return self
+
+    @property
+    def compaction_options_str(self) -> dict[str, str]:
+        """``compaction_options`` as the strings Hudi reads."""
+        return {k: _option_str(v) for k, v in self.compaction_options.items()}
+
+    @property
+    def clean_options_str(self) -> dict[str, str]:
+        """``clean_options`` as the strings Hudi reads."""
+        return {k: _option_str(v) for k, v in self.clean_options.items()}
+
+    @property
+    def archive_options_str(self) -> dict[str, str]:
+        """``archive_options`` as the strings Hudi reads."""
+        return {k: _option_str(v) for k, v in self.archive_options.items()}
+
+    def storage_options(self) -> dict[str, Any]:
+        """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them)."""
+        return self.storage.to_storage_options(table=self.name) if self.storage is not None else {}
+
+    def open_table(self) -> Any:
+        """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` on this table's storage."""
+        from lake_orchestration.hudi.table import HudiTable
+
+        return HudiTable(self.base_path, storage_options=self.storage_options())
+
+    def retry_policy(self) -> dg.RetryPolicy:
+        """The Dagster retry policy of this table's service steps."""
+        return dg.RetryPolicy(
+            max_retries=self.retry_max_retries, delay=self.retry_delay_seconds, backoff=dg.Backoff.EXPONENTIAL
+        )
+
+
+DEFAULT_SPARK_CONFIG: dict[str, str] = {
+    "spark.master": "local[*]",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+"""The embedded default Spark: local, every core, no UI, no progress bars in the run logs. Any ``spark.*`` key of
+``spark_config`` overrides it."""
+
+
+def normalize_spark_config(conf: Mapping[str, Any] | None, *, where: str = "spark_config") -> dict[str, str]:
+    """``spark_config`` as strings over the embedded default; keys must be Spark's (``spark.*``)."""
+    out = dict(DEFAULT_SPARK_CONFIG)
+    for k, v in (conf or {}).items():
+        if not isinstance(k, str) or not k.startswith("spark."):
+            raise HudiConfigError(where, f"expected Spark configuration keys (spark.*), got {k!r}")
+        if not isinstance(v, str | int | float | bool):
+            raise HudiConfigError(where, f"{k} must be a string, number or boolean, got {type(v).__name__}")
+        out[k] = _option_str(v)
+    return out
+
+
+class HudiTablesFile(dg.Model):
+    """A whole config file (and the ``attributes:`` of the component): the tables and the Spark configuration."""
+
+    tables: list[HudiTableConfig]
+    """The tables."""
+    spark_config: dict[str, OptionValue] = {}  # noqa: RUF012
+    """``spark.*`` configuration of the ``pyspark`` resource over the default (``spark.master=local[*]``)."""
+
+
+CONFIG_ENV_VAR = "LAKE_ORCHESTRATION_CONFIG"
+"""Environment variable naming the code location's config file."""
+DEPRECATED_CONFIG_ENV_VAR = "LAKE_ORCH_TABLES_YAML"
+"""The former variable: still read (when ``LAKE_ORCHESTRATION_CONFIG`` is unset), deprecated."""
+DEFAULT_CONFIG_FILE = "lake_orchestration.yaml"
+"""Read from the code location's working directory when neither variable is set and the file exists."""
+
+
+def _format_validation_error(err: pydantic.ValidationError) -> str:
+    parts = []
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"]) or "entry"
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        # never echo what was put in a secret's field (it may be the secret itself)
+        secret = any(str(p).endswith("_env") for p in e["loc"])
+        shown = "" if secret or isinstance(got, dict | list) or e["type"] == "missing" else f" (got {got!r})"
+        parts.append(f"{loc}: {msg}{shown}")
+    return "; ".join(parts)
+
+
+def validate_tables(entries: Any, *, where: str) -> list[HudiTableConfig]:
+    """Validate a ``tables:`` list; errors name ``where``, the entry and what was expected."""
+    if not isinstance(entries, list) or not entries:
+        raise HudiConfigError(
+            where, f"expected 'tables:' to be a non-empty list of tables (name, base_path, ...), got {entries!r}"
+        )
+    tables: list[HudiTableConfig] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        label = f"tables[{i}]"
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            label += f" ({entry['name']!r})"
+        if not isinstance(entry, Mapping):
+            raise HudiConfigError(where, f"{label}: expected a mapping with name and base_path, got {entry!r}")
+        try:
+            cfg = HudiTableConfig.model_validate(dict(entry))
+        except pydantic.ValidationError as err:
+            raise HudiConfigError(where, f"{label}: {_format_validation_error(err)}") from err
+        if cfg.name in seen:
+            raise HudiConfigError(where, f"{label}: duplicate table name {cfg.name!r} (also tables[{seen[cfg.name]}])")
+        seen[cfg.name] = i
+        tables.append(cfg)
+    return tables
+
+
+def load_config_file(path: str | Path, *, allow_list: bool = False) -> HudiTablesFile:
+    """Read a config file: top level ``tables:`` (a list of :class:`HudiTableConfig` entries) and ``spark_config:``.
+
+    Args:
+        path: the YAML file.
+        allow_list: also accept a bare top-level list of tables (the deprecated ``LAKE_ORCH_TABLES_YAML`` format).
+
+    Raises:
+        HudiConfigError: the file is missing, not YAML, or an entry is invalid (the message names the file, the
+            entry and what was expected).
+    """
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise HudiConfigError(where, f"cannot read the config file ({err.strerror or err})") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise HudiConfigError(where, f"not valid YAML{at}: {problem}") from err
+    if allow_list and isinstance(data, list):
+        data = {"tables": data}
+    if not isinstance(data, Mapping):
+        raise HudiConfigError(
+            where, f"expected a mapping with 'tables:' (and optionally 'spark_config:'), got {type(data).__name__}"
+        )
+    unknown = sorted(set(data) - {"tables", "spark_config"})
+    if unknown:
+        raise HudiConfigError(where, f"unknown top-level keys {unknown}: expected 'tables' and 'spark_config'")
+    if "tables" not in data:
+        raise HudiConfigError(where, "missing 'tables:' (a list of tables with name and base_path)")
+    tables = validate_tables(data["tables"], where=where)
+    spark = data.get("spark_config") or {}
+    if not isinstance(spark, Mapping):
+        raise HudiConfigError(where, f"spark_config: expected a mapping of spark.* keys, got {spark!r}")
+    normalize_spark_config(spark, where=f"{where}: spark_config")
+    return HudiTablesFile(tables=tables, spark_config=dict(spark))

@@ -1,0 +1,60 @@
+"""What the code location (``definitions/``) serves: the tables of a config file, or the demo table.
+
+Where the config file comes from, first match wins:
+
+1. ``$LAKE_ORCHESTRATION_CONFIG`` (a path; the file must exist);
+2. ``$LAKE_ORCH_TABLES_YAML`` (deprecated alias, also accepts the old format: a bare list of tables);
+3. ``./lake_orchestration.yaml`` in the code location's working directory, if present;
+4. none: the demo table ``demo_trips`` under ``$LAKE_ORCH_DEMO_DIR`` (default ``./demo-tables``), created if absent,
+   with the demo ingest asset, job and schedule.
+"""
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+
+from lake_orchestration.dagster.config import (
+    CONFIG_ENV_VAR,
+    DEFAULT_CONFIG_FILE,
+    DEPRECATED_CONFIG_ENV_VAR,
+    load_config_file,
+)
+from lake_orchestration.dagster.definitions import build_hudi_definitions
+
+_log = logging.getLogger(__name__)
+
+
+def config_file_path(environ: Mapping[str, str] | None = None, *, cwd: Path | None = None) -> tuple[Path, str] | None:
+    """The config file the code location reads and where its path came from, or None (the demo)."""
+    env = os.environ if environ is None else environ
+    if env.get(CONFIG_ENV_VAR):
+        return Path(env[CONFIG_ENV_VAR]), CONFIG_ENV_VAR
+    if env.get(DEPRECATED_CONFIG_ENV_VAR):
+        return Path(env[DEPRECATED_CONFIG_ENV_VAR]), DEPRECATED_CONFIG_ENV_VAR
+    default = (cwd or Path.cwd()) / DEFAULT_CONFIG_FILE
+    if default.is_file():
+        return default, "default location"
+    return None
+
+
+def load_code_location(environ: Mapping[str, str] | None = None, *, cwd: Path | None = None) -> dg.Definitions:
+    """The code location's definitions (see the module docstring).
+
+    Raises:
+        HudiConfigError: the config file is missing, not YAML, or an entry is invalid; the message names the file,
+            the entry and what was expected.
+    """
+    env = os.environ if environ is None else environ
+    found = config_file_path(env, cwd=cwd)
+    if found is not None:
+        path, source = found
+        if source == DEPRECATED_CONFIG_ENV_VAR:
+            _log.warning("%s is deprecated: set %s=%s instead", DEPRECATED_CONFIG_ENV_VAR, CONFIG_ENV_VAR, path)
+        cfg = load_config_file(path, allow_list=source == DEPRECATED_CONFIG_ENV_VAR)
+        return build_hudi_definitions(tables=cfg.tables, spark_config=cfg.spark_config)
+    from lake_orchestration.dagster.demo import DEFAULT_DEMO_DIR, build_demo_definitions
+
+    return build_demo_definitions(Path(env.get("LAKE_ORCH_DEMO_DIR") or DEFAULT_DEMO_DIR))
