@@ -65,20 +65,30 @@ class Browser:
         ]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox on
-        self._proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+        try:
+            self._proc = subprocess.Popen(
+                args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+            )
+        except OSError:
+            shutil.rmtree(self._profile, ignore_errors=True)
+            raise
         self._stderr: list[str] = []
         self._ws_url: str | None = None
         self._ws_ready = threading.Event()
+        self._stack = contextlib.ExitStack()
+        try:
+            self._attach(executable, width, height, timeout)
+        except BaseException:
+            self.close()  # never leave a browser behind
+            raise
+
+    def _attach(self, executable: str, width: int, height: int, timeout: float) -> None:
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         if not self._ws_ready.wait(timeout) or self._ws_url is None:
-            self.close()
             raise CdpError(
                 f"chromium ({executable}) did not open its DevTools endpoint within {timeout}s; its stderr:\n"
                 + "".join(self._stderr)[-2000:]
             )
-        self._stack = contextlib.ExitStack()
         self._ws: ClientConnection = self._stack.enter_context(
             connect(self._ws_url, max_size=None, open_timeout=timeout)
         )
@@ -141,7 +151,10 @@ class Browser:
         deadline = time.monotonic() + timeout
         text = ""
         while time.monotonic() < deadline:
-            text = self.text()
+            try:
+                text = self.text()
+            except CdpError:  # mid-navigation: no execution context yet
+                text = ""
             if predicate(text):
                 return text
             time.sleep(0.25)
@@ -154,10 +167,8 @@ class Browser:
         return path
 
     def close(self) -> None:
-        stack = getattr(self, "_stack", None)
-        if stack is not None:
-            with contextlib.suppress(Exception):
-                stack.close()
+        with contextlib.suppress(Exception):
+            self._stack.close()
         if self._proc.poll() is None:
             try:
                 os.killpg(self._proc.pid, signal.SIGTERM)

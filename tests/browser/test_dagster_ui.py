@@ -1,10 +1,10 @@
 """A real browser on the Dagster UI: the demo code location's compaction asset lists its pending plans as partitions.
 
-What a user does, end to end: the code location (``workspace.yaml`` -> ``definitions``) builds the demo MOR table,
-its ``demo_trips__schedule_compaction`` job writes a compaction plan, the ``demo_trips__pending_compaction_sensor``
-registers that instant as a partition of ``hudi/demo_trips/compaction`` (applied to the instance as the sensor daemon
-applies it), then ``dagster-webserver`` serves the UI and headless Chromium (Debian's package, driven over the
-DevTools protocol by ``tests/browser/cdp.py``) opens the asset's partitions page.
+What a user does, end to end: the demo MOR table ``demo_trips`` with a compaction plan scheduled on it, the code
+location (``workspace.yaml`` -> ``definitions``) serving it, its ``demo_trips__pending_compaction_sensor`` registering
+that instant as a partition of ``hudi/demo_trips/compaction`` (applied to the instance as the sensor daemon applies
+it), then ``dagster-webserver`` serving the UI and headless Chromium (Debian's package, driven over the DevTools
+protocol by ``tests/browser/cdp.py``) opening the asset's partitions page.
 
 The expected instants come from the table's timeline (``.hoodie/<t>.compaction.requested``), not from Dagster.
 Set ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` to refresh the screenshot kept in ``docs/img/``; otherwise it goes to tmp.
@@ -13,6 +13,7 @@ Set ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` to refresh the screenshot kept in ``docs/i
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import signal
 import socket
@@ -69,29 +70,42 @@ def _free_port() -> int:
 class DemoLocation:
     demo_dir: Path
     dagster_home: Path
+    cwd: Path  # empty: the code location finds no ./lake_orchestration.yaml there
     pending: list[str]
 
 
 @pytest.fixture
 def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoLocation]:
     """The demo code location with one pending compaction plan registered as a partition in a temp instance."""
+    from lake_orchestration.demo import build_demo_table
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
     from lake_orchestration.hudi.table import HudiTable
 
     for var in TABLES_CONFIG_VARS:
         monkeypatch.delenv(var, raising=False)
-    demo_dir, home = tmp_path / "demo-tables", tmp_path / "dagster-home"
+    demo_dir, home, cwd = tmp_path / "demo-tables", tmp_path / "dagster-home", tmp_path / "cwd"
     home.mkdir()
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.syspath_prepend(str(REPO_ROOT))  # the code location's module, as workspace.yaml loads it
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("LAKE_ORCH_DEMO_DIR", str(demo_dir))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
 
+    # The demo table (bulk_insert, then upserts and deletes: log files in every file group), present before the
+    # code location loads so the location serves it as is; one compaction plan over it, whatever trigger the demo
+    # location configures (`lake-orch compaction schedule --option hoodie.compact.inline.max.delta.commits=1`).
+    base = demo_dir / TABLE
+    build_demo_table(base, rows=1000, echo=lambda _msg: None)
+    config = CompactionConfig.from_options({"hoodie.compact.inline.max.delta.commits": "1"})
+    scheduled = schedule_compaction(HudiTable(str(base)), config=config)
+    assert scheduled.scheduled, scheduled.reason
+
     sys.modules.pop("definitions", None)
     sys.modules.pop("definitions.definitions", None)
     try:
-        defs = importlib.import_module("definitions").defs  # builds the demo table, as the webserver's load would
+        defs = importlib.import_module("definitions").defs
         with dg.DagsterInstance.get() as instance:
-            job = defs.resolve_job_def(f"{TABLE}__schedule_compaction")
-            assert job.execute_in_process(instance=instance).success
             sensor = defs.resolve_sensor_def(f"{TABLE}__pending_compaction_sensor")
             result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
             for req in result.dynamic_partitions_requests:  # what the sensor daemon does with the result
@@ -102,12 +116,11 @@ def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D
         sys.modules.pop("definitions", None)
         sys.modules.pop("definitions.definitions", None)
 
-    base = demo_dir / TABLE
     on_disk = sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob("*.compaction.requested"))
-    assert on_disk, f"the schedule job wrote no compaction plan under {base / '.hoodie'}"
+    assert on_disk == [str(scheduled.instant)], f"pending plans under {base / '.hoodie'}: {on_disk}"
     assert sorted(str(i.time) for i in HudiTable(str(base)).timeline.pending_compactions()) == on_disk
     assert sorted(registered) == on_disk
-    yield DemoLocation(demo_dir=demo_dir, dagster_home=home, pending=on_disk)
+    yield DemoLocation(demo_dir=demo_dir, dagster_home=home, cwd=cwd, pending=on_disk)
 
 
 @pytest.fixture
@@ -123,10 +136,12 @@ def webserver(demo_location: DemoLocation) -> Iterator[str]:
     )
     exe = Path(sys.executable).parent / "dagster-webserver"
     log = demo_location.dagster_home / "webserver.log"
+    # The repo's workspace.yaml, run from an empty directory: a ./lake_orchestration.yaml left in the checkout
+    # (the code location's default config file) must not replace the demo table.
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(exe), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [str(exe), "-w", str(REPO_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+            cwd=demo_location.cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -137,21 +152,31 @@ def webserver(demo_location: DemoLocation) -> Iterator[str]:
 
 
 def _wait_loaded(url: str, proc: subprocess.Popen[bytes], log: Path, *, timeout: float) -> None:
-    """Until the GraphQL endpoint reports the code location ``definitions`` as LOADED."""
-    query = b'{"query": "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"}'
+    """Until GraphQL reports the code location ``definitions`` loaded; fail at once on a load error."""
+    query = (
+        "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus"
+        " locationOrLoadError { __typename ... on PythonError { message } } } } } }"
+    )
+    body = json.dumps({"query": query}).encode()
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"dagster-webserver exited with {proc.returncode}; its log:\n{log.read_text()[-3000:]}")
         try:
-            req = urllib.request.Request(f"{url}/graphql", data=query, headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=5) as resp:
                 last = resp.read().decode()
-            if '"loadStatus":"LOADED"' in last.replace(" ", ""):
-                return
-        except OSError as err:
-            last = str(err)
+            entries = json.loads(last)["data"]["workspaceOrError"].get("locationEntries") or []
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            last, entries = f"{last[:300]} ({err})", []
+        for entry in entries:
+            if entry["name"] == "definitions" and entry["loadStatus"] == "LOADED":
+                loaded = entry["locationOrLoadError"] or {}
+                if loaded.get("__typename") == "RepositoryLocation":
+                    return
+                pytest.fail(f"the code location failed to load: {loaded.get('message', loaded)}; webserver log:\n"
+                            f"{log.read_text()[-3000:]}")  # fmt: skip
         time.sleep(0.5)
     pytest.fail(f"{url}: code location not loaded within {timeout}s (last answer: {last[:500]}); log:\n"
                 f"{log.read_text()[-3000:]}")  # fmt: skip
