@@ -139,28 +139,19 @@ def run_clean(
         n = commits_since_last_clean(table.refresh())
         planning = plan_clean(table, cfg, now=now) if n >= cfg.max_commits else None
         reason = planning.reason if planning is not None else _not_triggered(n, cfg)
-        if planning is not None and planning.file_count:
-            for p, v in _names(planning.files).items():
-                files.setdefault(p, []).extend(v)
-            instants.append("(new)")
-        ectr = planning.earliest_commit_to_retain if planning is not None else None
-        return CleanResult(
-            instants=tuple(instants),
-            earliest_commit_to_retain=str(ectr.time) if ectr is not None else None,
-            policy=cfg.policy.value,
-            files=files,
-            dry_run=True,
-            reason=reason,
-        )
-    inst, planning, reason = schedule_clean(table, options, now=now)
-    ectr = planning.earliest_commit_to_retain if planning is not None else None
-    if inst is not None and planning is not None:
+        new = "(new)" if planning is not None and planning.file_count else None
+    else:
+        inst, planning, reason = schedule_clean(table, options, now=now)
+        new = str(inst.time) if inst is not None else None
+    if new is not None and planning is not None:
         for p, v in _names(planning.files).items():
             files.setdefault(p, []).extend(v)
-        md = execute_clean(table, str(inst.time), spark=spark, parallelism=cfg.parallelism)
-        instants.append(str(inst.time))
-        deleted += md.total_files_deleted
-        failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+        instants.append(new)
+        if not dry_run:
+            md = execute_clean(table, new, spark=spark, parallelism=cfg.parallelism)
+            deleted += md.total_files_deleted
+            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+    ectr = planning.earliest_commit_to_retain if planning is not None else None
     return CleanResult(
         instants=tuple(instants),
         earliest_commit_to_retain=str(ectr.time) if ectr is not None else None,
@@ -168,5 +159,6 @@ def run_clean(
         files=files,
         deleted=deleted,
         failed=failed,
+        dry_run=dry_run,
         reason=reason,
     )
