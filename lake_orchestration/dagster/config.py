@@ -171,13 +171,23 @@ class GcsStorage(dg.Resolvable, dg.Model):
     """A service account to impersonate."""
     access_token_env: str | None = None
     """Name of the environment variable holding an OAuth access token."""
-    credential_token_expiration: datetime | None = None
-    """When that access token expires (required with ``access_token_env``)."""
+    credential_token_expiration: str | None = None
+    """When that access token expires, ISO 8601 (``2030-01-01T00:00:00+00:00``); required with ``access_token_env``."""
 
     @pydantic.field_validator("access_token_env")
     @classmethod
     def _env_names(cls, v: str | None) -> str | None:
         return _check_env_name(v)
+
+    @pydantic.field_validator("credential_token_expiration")
+    @classmethod
+    def _iso(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                datetime.fromisoformat(v)
+            except ValueError as err:
+                raise ValueError("expected an ISO 8601 date-time, e.g. 2030-01-01T00:00:00+00:00") from err
+        return v
 
     @pydantic.model_validator(mode="after")
     def _pair(self) -> "GcsStorage":
@@ -196,10 +206,11 @@ class GcsStorage(dg.Resolvable, dg.Model):
                 "anonymous",
                 "default_bucket_location",
                 "target_service_account",
-                "credential_token_expiration",
             )
             if getattr(self, k) is not None
         }
+        if self.credential_token_expiration is not None:
+            opts["credential_token_expiration"] = datetime.fromisoformat(self.credential_token_expiration)
         token = _env_secret(self.access_token_env, table=table, field="access_token_env")
         if token is not None:
             opts["access_token"] = token

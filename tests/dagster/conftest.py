@@ -1,0 +1,9 @@
+"""Dagster tests: the code location's config variable never leaks in from the developer's shell."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _no_location_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    # tests/conftest.py drops LAKE_ORCH_* variables; LAKE_ORCHESTRATION_CONFIG does not match that prefix
+    monkeypatch.delenv("LAKE_ORCHESTRATION_CONFIG", raising=False)
