@@ -37,6 +37,7 @@ __all__ = [
     "ArchiveResult",
     "CleanerPolicy",
     "MergeResult",
+    "merge_archive_files",
     "plan_archive",
     "run_archive",
 ]
@@ -129,24 +130,7 @@ def run_archive(
         cleaned = delete_markers(table, plan.files)
         deleted = delete_instant_files(table, plan.files, crash=crash)
         cleaned += delete_aux_instants(table, plan.files)
-    merge = MergeResult()
-    if config.merge_enable:
-        merge = merge_small_archive_files(
-            table.storage,
-            directory,
-            small_file_limit=config.merge_small_file_limit_bytes,
-            min_files=config.merge_files_batch_size,
-            batch=config.archival_batch,
-            dry_run=dry_run or False,
-            crash=crash,
-        )
-    if recovered:
-        merge = MergeResult(
-            recovered=recovered,
-            candidates=merge.candidates,
-            merged_file=merge.merged_file,
-            deleted=tuple(recovered_deleted) + merge.deleted,
-        )
+    merge = _merge_step(table, config, directory, (recovered, recovered_deleted), dry_run=dry_run, crash=crash)
     table.refresh()
     return ArchiveResult(
         dry_run=dry_run,
@@ -161,3 +145,50 @@ def run_archive(
         max_instants_to_keep=plan.max_instants_to_keep,
         earliest_commit_to_retain=plan.earliest_commit_to_retain,
     )
+
+
+def merge_archive_files(
+    table: HudiTable, options: Mapping[str, str] | None = None, *, dry_run: bool = False
+) -> MergeResult:
+    """Only the merge step of archival: resolve a crashed merge, then merge small archive files if enabled.
+
+    For callers that run archive and merge as separate steps (the Dagster ``<t>__archive`` job); ``run_archive``
+    already does both.
+    """
+    config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
+    config.validate()
+    directory = archive_dir(table.storage, table.config.archivelog_folder)
+    recovery = recover_merge(table.storage, directory, dry_run=dry_run)
+    return _merge_step(table, config, directory, recovery, dry_run=dry_run)
+
+
+def _merge_step(
+    table: HudiTable,
+    config: ArchiveConfig,
+    directory: str,
+    recovery: tuple[str | None, list[str]],
+    *,
+    dry_run: bool,
+    crash: CrashHook = _no_crash,
+) -> MergeResult:
+    """Merge small archive files when enabled; the result also reports what recovery did."""
+    merge = MergeResult()
+    if config.merge_enable:
+        merge = merge_small_archive_files(
+            table.storage,
+            directory,
+            small_file_limit=config.merge_small_file_limit_bytes,
+            min_files=config.merge_files_batch_size,
+            batch=config.archival_batch,
+            dry_run=dry_run,
+            crash=crash,
+        )
+    recovered, recovered_deleted = recovery
+    if recovered:
+        merge = MergeResult(
+            recovered=recovered,
+            candidates=merge.candidates,
+            merged_file=merge.merged_file,
+            deleted=tuple(recovered_deleted) + merge.deleted,
+        )
+    return merge
