@@ -281,6 +281,16 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Where compaction operations run: the ``pyspark`` resource, or in-process."""
     schedule_cron: str = "*/15 * * * *"
     """Cron of the schedule-compaction job."""
+    clean_cron: str | None = "0 * * * *"
+    """Cron of the clean job's schedule (None: no schedule)."""
+    archive_cron: str | None = "30 * * * *"
+    """Cron of the archive job's schedule (None: no schedule)."""
+    clean_dry_run: bool = True
+    """Clean runs only report what they would delete unless this is false (or the run config says so)."""
+    archive_dry_run: bool = True
+    """Archive runs only report what they would archive unless this is false (or the run config says so)."""
+    max_small_archive_files: int = pydantic.Field(default=20, ge=0)
+    """Asset check: at most this many archive files up to ``hoodie.archive.merge.small.file.limit.bytes``."""
     max_pending_plan_age_seconds: int = 24 * 3600
     """Asset check: the oldest pending compaction plan may not be older than this."""
     max_log_files_per_slice: int = 50

@@ -28,6 +28,12 @@ import dagster as dg
 import pendulum
 
 from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
+from lake_orchestration.dagster.maintenance import (
+    archive_job,
+    clean_job,
+    maintenance_schedules,
+    small_archive_files_check,
+)
 from lake_orchestration.dagster.resources import build_spark_resource
 from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.services.compaction import (
@@ -338,7 +344,10 @@ def build_hudi_definitions(
         rb_job = _rollback_job(cfg)
         jobs.append(rb_job)
         sensors.append(_stale_sensor(cfg, rb_job))
-        checks += _checks(cfg)
+        clean, archive = clean_job(cfg), archive_job(cfg)
+        jobs += [clean, archive]
+        schedules += maintenance_schedules(cfg, clean, archive)
+        checks += [*_checks(cfg), small_archive_files_check(cfg, _table_key(cfg))]
     return dg.Definitions(
         assets=assets,
         jobs=jobs,

@@ -21,15 +21,25 @@ pytestmark = pytest.mark.dagster
 def _three_plans(tmp_path: Path) -> tuple[Path, list[str]]:
     """A MOR table with three pending compaction plans, one per city partition."""
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
-                        hive_style_partitioning=True, small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        small_file_limit=0,
+    )
     base = generate_trips(300, partitions=3, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     plans = []
     for n, city in enumerate(sorted(set(base.column("city").to_pylist()))):
         part = base.filter(pc.equal(base.column("city"), city))
-        write_table(str(path), generate_updates(part, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
-                    operation="upsert", options=opts)
+        write_table(
+            str(path),
+            generate_updates(part, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
+            operation="upsert",
+            options=opts,
+        )
         r = schedule_compaction(HudiTable(str(path)), force=True)
         assert r.scheduled and {op.partition_path for op in r.plan.operations} == {f"city={city}"}
         plans.append(str(r.instant))
@@ -117,13 +127,19 @@ def test_asset_checks_fail_on_unhealthy_table_and_pass_after_compaction(tmp_path
 
     path, plans = _three_plans(tmp_path)
     strict, _ = _defs(path, max_pending_plan_age_seconds=0, max_log_files_per_slice=0)
-    assert _run_checks(strict) == {"oldest_pending_compaction_age": False, "log_files_per_slice": False,
-                                   "active_timeline_length": True}
+    assert _run_checks(strict) == {
+        "oldest_pending_compaction_age": False,
+        "log_files_per_slice": False,
+        "active_timeline_length": True,
+    }
     for p in plans:
         execute_compaction(HudiTable(str(path)), p)
     healthy, _ = _defs(path)
-    assert _run_checks(healthy) == {"oldest_pending_compaction_age": True, "log_files_per_slice": True,
-                                    "active_timeline_length": True}
+    assert _run_checks(healthy) == {
+        "oldest_pending_compaction_age": True,
+        "log_files_per_slice": True,
+        "active_timeline_length": True,
+    }
 
 
 def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(tmp_path: Path) -> None:
@@ -133,8 +149,12 @@ def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(
     from lake_orchestration.hudi.write.heartbeat import Heartbeat
 
     path = tmp_path / "t"
-    write_table(str(path), generate_trips(50, seed=1), operation="bulk_insert",
-                options=WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",)))
+    write_table(
+        str(path),
+        generate_trips(50, seed=1),
+        operation="bulk_insert",
+        options=WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",)),
+    )
     before = hudi_rs_snapshot(path)
     t = HudiTable(str(path))
     dead = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
