@@ -21,9 +21,8 @@ def _check_demo(tmp_path: Path, engine: str) -> None:
         jobs = sorted({r.job_name for r in runs})
         parts = instance.get_dynamic_partitions(f"{DEMO_TABLE}__compaction_instants")
     assert all(s.checks.values()), s.checks
-    assert {k for k in s.checks if k.startswith("asset check ")} == {
-        f"asset check {c}" for c in ("oldest_pending_compaction_age", "log_files_per_slice", "active_timeline_length")
-    }
+    ran = {k.removeprefix("asset check ") for k in s.checks if k.startswith("asset check ")}
+    assert {"oldest_pending_compaction_age", "log_files_per_slice", "active_timeline_length"} <= ran
     assert len(s.plans) == 2 and sorted(parts) == sorted(s.plans)
     # every step went through Dagster runs: 5 ingests, 2 schedules, one compaction run per plan, the health run
     assert jobs == [
