@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# README command 1: set up, then run the main job on the embedded default (local Spark, local storage, demo table).
+# README command 1: set up, then run the main job through Dagster on the embedded default (local Spark, local
+# storage, a demo MERGE_ON_READ table): the ingest job writes batches, the schedule-compaction job plans, the
+# pending-compaction sensor requests a run per plan and each runs; then a summary and how to open the UI.
+# Options: --rows N, --batches N, --rounds N, --engine spark|local, --dir DIR (python -m lake_orchestration.dagster.demo -h)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup-env.sh"
 cd "$ROOT"
-exec lake-orch demo "$@"
+# The runs go to this Dagster instance, so `dagster dev` with the same DAGSTER_HOME shows them.
+export DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/demo-tables/.dagster}"
+mkdir -p "$DAGSTER_HOME"
+exec python -m lake_orchestration.dagster.demo "$@"
