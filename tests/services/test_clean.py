@@ -299,3 +299,35 @@ def test_clean_on_spark_deletes_the_same_files(tmp_path: Path, spark) -> None:  
     res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, spark=spark)
     assert res.deleted == dry.file_count > 0
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
+
+
+def test_clean_and_savepoint_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    path = _mor(tmp_path, rounds=6)
+    run = CliRunner().invoke
+    snapshot = hudi_rs_snapshot(path)
+    sp = _completed_commits(path)[-2]
+    r = run(cli, ["savepoint", "create", str(path), "--instant-time", sp, "--user", "ops", "--json"])
+    assert r.exit_code == 0, r.output
+    saved = {n for v in json.loads(r.output)["files"].values() for n in v}
+    r = run(cli, ["savepoint", "show", str(path), "--json"])
+    assert [s["instant_time"] for s in json.loads(r.output)] == [sp]
+    listing = _data_files(path)
+    r = run(cli, ["clean", str(path), "--dry-run", "--option", "hoodie.cleaner.commits.retained=1"])
+    assert r.exit_code == 0 and r.output.startswith("Would delete"), r.output
+    assert _data_files(path) == listing
+    r = run(cli, ["clean", str(path), "--option", "hoodie.cleaner.commits.retained=1", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["deleted"] == out["file_count"] > 0 and not out["dry_run"]
+    assert saved <= {p.rsplit("/", 1)[-1] for p in _data_files(path)}
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+    r = run(cli, ["clean", str(path), "--option", "hoodie.cleaner.policy=SOMETIMES"])
+    assert r.exit_code == 1 and "hoodie.cleaner.policy='SOMETIMES'" in r.output
+    r = run(cli, ["savepoint", "delete", str(path), "--instant-time", sp])
+    assert r.exit_code == 0 and "Deleted savepoint" in r.output
+    r = run(cli, ["savepoint", "delete", str(path), "--instant-time", sp])
+    assert r.exit_code == 1 and "No savepoint" in r.output
