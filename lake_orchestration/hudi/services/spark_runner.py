@@ -12,21 +12,37 @@ from typing import Any
 
 import pyarrow as pa
 
+_CLOSURE_LIMIT = 1 << 20
+"""Payloads up to this many bytes in all travel inside the task closure; larger sets go through a DataFrame."""
+
 
 def run_json_tasks(spark: Any, payloads: list[str], task: str) -> list[str]:
-    """Run ``task`` (``"module:function"``) on every payload, one Spark task per payload; returns all results."""
+    """Run ``task`` (``"module:function"``) on every payload, one Spark task per payload; returns all results.
+
+    The tasks are ``spark.range(n, numPartitions=n)`` (partition i holds exactly the id i) and the payloads travel
+    in the pickled task function: no local DataFrame upload and no range partitioning (whose bound sampling is a
+    job of its own). Payload sets above 1 MiB (the pickled function goes to every task) are uploaded as a
+    DataFrame and range-partitioned instead.
+    """
     if not payloads:
         return []
-    df = spark.createDataFrame([(i, p) for i, p in enumerate(payloads)], "idx int, payload string")
-    # range partitioning on the index gives exactly one payload per partition (hash partitioning does not)
-    df = df.repartitionByRange(len(payloads), "idx")
-    rows = df.mapInArrow(_Task(task), "result string").collect()
+    n = len(payloads)
+    if sum(len(p) for p in payloads) <= _CLOSURE_LIMIT:
+        df = spark.range(n, numPartitions=n)
+        fn = _Task(task, payloads)
+    else:
+        df = spark.createDataFrame(list(enumerate(payloads)), "idx int, payload string")
+        # range partitioning on the index gives exactly one payload per partition (hash partitioning does not)
+        df = df.repartitionByRange(n, "idx")
+        fn = _Task(task)
+    rows = df.mapInArrow(fn, "result string").collect()
     return [r["result"] for r in rows]
 
 
 class _Task:
-    def __init__(self, task: str) -> None:
+    def __init__(self, task: str, payloads: list[str] | None = None) -> None:
         self.task = task
+        self.payloads = payloads
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # A Spark task owns one core: keep Arrow's own thread pool from competing with the other tasks.
@@ -35,7 +51,11 @@ class _Task:
         fn = getattr(importlib.import_module(module), name)
         out: list[str] = []
         for b in batches:
-            for payload in b.column(1).to_pylist():
+            if self.payloads is not None:  # rows of spark.range: payload ids
+                todo = [self.payloads[i] for i in b.column(0).to_pylist()]
+            else:  # rows (idx, payload)
+                todo = b.column(1).to_pylist()
+            for payload in todo:
                 out.extend(fn(payload))
         if out:
             yield pa.RecordBatch.from_pydict({"result": out})

@@ -167,27 +167,27 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
     )
     t1 = time.monotonic()
-    writer: WriteBehind | None = None
+    writer: WriteBehind | BaseFileWriter | None = None
 
-    def out() -> WriteBehind:
+    def out() -> WriteBehind | BaseFileWriter:
         nonlocal writer
         if writer is None:
             name = BaseFile(task.file_id, token, InstantTime(task.instant)).name
             create_marker(storage, task.instant, p, name, "MERGE" if base is not None else "CREATE")
-            # written on a background thread: reading and merging batch i+1 overlaps writing batch i
-            writer = WriteBehind(
-                BaseFileWriter(
-                    storage,
-                    partition_path=p,
-                    file_id=task.file_id,
-                    write_token=token,
-                    instant=task.instant,
-                    avro_schema=avro,
-                    arrow_schema=schema,
-                    compression=task.compression,
-                    preserve_commit_metadata=True,
-                )
+            w = BaseFileWriter(
+                storage,
+                partition_path=p,
+                file_id=task.file_id,
+                write_token=token,
+                instant=task.instant,
+                avro_schema=avro,
+                arrow_schema=schema,
+                compression=task.compression,
+                preserve_commit_metadata=True,
             )
+            # With more than one core (the local engine), write on a background thread: reading and merging batch
+            # i+1 overlaps writing batch i. A Spark task owns one core (Arrow pinned to one thread): write inline.
+            writer = WriteBehind(w) if pa.cpu_count() > 1 else w
         return writer
 
     try:
@@ -214,7 +214,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
                 log_records.deleted_keys
             )
     except BaseException:
-        if writer is not None:
+        if isinstance(writer, WriteBehind):
             writer.abort()
         raise
     finally:
