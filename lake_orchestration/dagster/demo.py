@@ -36,11 +36,20 @@ DEFAULT_DEMO_DIR = "demo-tables"
 
 
 def demo_table_config(demo_dir: str | Path, *, engine: str = "spark") -> HudiTableConfig:
-    """The demo table's config: compaction after 3 deltacommits, fed by ``demo/trips_ingest``."""
+    """The demo table's config: compaction after 3 deltacommits, fed by ``demo/trips_ingest``; clean keeps 2
+    commits and archive keeps 3 to 5, both for real (not dry runs), so a short demo shows them at work."""
     return HudiTableConfig(
         name=DEMO_TABLE,
         base_path=str(Path(demo_dir).resolve() / DEMO_TABLE),
         compaction_options={"hoodie.compact.inline.max.delta.commits": "3"},
+        clean_options={"hoodie.cleaner.commits.retained": "2"},
+        archive_options={
+            "hoodie.keep.min.commits": "3",
+            "hoodie.keep.max.commits": "5",
+            "hoodie.archive.merge.enable": "true",
+        },
+        clean_dry_run=False,
+        archive_dry_run=False,
         upstream_assets=[INGEST_KEY.to_user_string()],
         engine=engine,  # type: ignore[arg-type]
         schedule_cron="*/5 * * * *",
@@ -161,6 +170,10 @@ class DemoRunSummary:
     """Rows written by the compaction runs."""
     compaction_seconds: float = 0.0
     """Their summed execution time."""
+    files_cleaned: int = 0
+    """Files deleted by the ``<t>__clean`` run."""
+    instants_archived: int = 0
+    """Instants moved to the archived timeline by the ``<t>__archive`` run."""
     slices_before: dict[str, Any] = field(default_factory=dict)
     """Table health before compaction."""
     slices_after: dict[str, Any] = field(default_factory=dict)
@@ -186,6 +199,11 @@ def _md(result: dg.ExecuteInProcessResult, node: str) -> dict[str, Any]:
     return {k: v.value for k, v in mat.metadata.items()}
 
 
+def _op_md(result: dg.ExecuteInProcessResult, op: str) -> dict[str, Any]:
+    (event,) = [e for e in result.all_node_events if e.event_type_value == "STEP_OUTPUT" and e.step_key == op]
+    return {k: v.value for k, v in event.event_specific_data.metadata.items()}  # type: ignore[union-attr]
+
+
 def run_demo(
     demo_dir: str | Path,
     *,
@@ -202,7 +220,8 @@ def run_demo(
     2. ``rounds`` times: ``batches`` ingest runs, then ``demo_trips__schedule_compaction``;
     3. the ``demo_trips__pending_compaction_sensor`` evaluates: it adds a partition per pending plan and requests
        a run per plan; each requested run of ``demo_trips__compaction`` executes (as the daemon would launch it);
-    4. (clean and archive: see the marked hook);
+    4. ``demo_trips__clean`` deletes the file slices older than the retained commits, then ``demo_trips__archive``
+       moves old instants to the archived timeline (and merges small archive files);
     5. ``hudi/demo_trips`` materializes with its asset checks; the snapshot is checked against the write history
        and against the snapshot before compaction.
     """
@@ -266,13 +285,22 @@ def run_demo(
             f"{md['seconds']:.2f}s on {engine}"
         )
 
-    # --- clean and archive: hook ----------------------------------------------------------------------------------
-    # Once the services land, run the <t>__clean and <t>__archive jobs here, in this order (clean first: archiving
-    # must not drop a clean's metadata that the cleaner still needs), e.g.
-    #   defs.resolve_job_def(f"{DEMO_TABLE}__clean").execute_in_process(instance=instance)
-    #   defs.resolve_job_def(f"{DEMO_TABLE}__archive").execute_in_process(instance=instance)
-    # and add their figures (files deleted, instants archived) to DemoRunSummary and print_summary.
-    # ---------------------------------------------------------------------------------------------------------------
+    # clean first, then archive (archival keeps what the cleaner's earliest commit to retain still needs)
+    r = defs.resolve_job_def(f"{DEMO_TABLE}__clean").execute_in_process(instance=instance, run_config=_QUIET)
+    md = _op_md(r, f"{DEMO_TABLE}__clean_op")
+    out.files_cleaned = md["files_deleted"]
+    echo(
+        f"  clean    {', '.join(md['instants']) or '-'}: {md['files_deleted']} old file(s) deleted "
+        f"(earliest commit to retain {md['earliest_commit_to_retain'] or '-'}) {md['reason']}".rstrip()
+    )
+    r = defs.resolve_job_def(f"{DEMO_TABLE}__archive").execute_in_process(instance=instance, run_config=_QUIET)
+    md = _op_md(r, f"{DEMO_TABLE}__archive_op")
+    out.instants_archived = md["archived_instants"]
+    merged = _op_md(r, f"{DEMO_TABLE}__merge_archive_files_op")["merged_file"]
+    echo(
+        f"  archive  {md['archived_instants']} instant(s) into {md['archive_file'] or '-'} "
+        f"(keep {md['keep_min_max']}){', merged into ' + merged if merged else ''}"
+    )
 
     out.slices_after = table_health(cfg.open_table())
     after = _snapshot(cfg)
@@ -282,7 +310,7 @@ def run_demo(
     )
     out.checks = {
         "rows == expected from the write history": after.num_rows == out.expected_rows,
-        "snapshot after compaction == before": after.equals(before),
+        "snapshot after compaction, clean and archive == before": after.equals(before),
         "no pending compaction left": out.slices_after["pending_compactions"] == 0,
     }
     out.checks.update({f"asset check {e.check_name}": e.passed for e in health.get_asset_check_evaluations()})
@@ -314,6 +342,7 @@ def print_summary(s: DemoRunSummary, *, echo: Callable[[str], None] = print) -> 
     echo(
         f"Compaction: {len(s.plans)} plans, {s.compacted_rows} rows in {s.compaction_seconds:.2f}s ({comp:,.0f} rows/s)"
     )
+    echo(f"Clean:      {s.files_cleaned} old files deleted; archive: {s.instants_archived} instants archived")
     echo("Checks:")
     for name, ok in s.checks.items():
         echo(f"  [{'ok' if ok else 'FAILED'}] {name}")

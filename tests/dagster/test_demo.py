@@ -1,4 +1,5 @@
-"""The README's first command runs the main job through Dagster: ingest, schedule, sensor, compaction runs."""
+"""The README's first command runs the main job through Dagster: ingest, schedule, sensor, compaction, clean and
+archive runs."""
 
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 from lake_orchestration.dagster.demo import DEMO_TABLE, main, run_demo
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
@@ -24,17 +26,25 @@ def _check_demo(tmp_path: Path, engine: str) -> None:
     ran = {k.removeprefix("asset check ") for k in s.checks if k.startswith("asset check ")}
     assert {"oldest_pending_compaction_age", "log_files_per_slice", "active_timeline_length"} <= ran
     assert len(s.plans) == 2 and sorted(parts) == sorted(s.plans)
-    # every step went through Dagster runs: 5 ingests, 2 schedules, one compaction run per plan, the health run
+    # every step went through Dagster runs: 5 ingests, 2 schedules, one compaction run per plan, clean, archive,
+    # the health run
     assert jobs == [
         "__ASSET_JOB",
+        f"{DEMO_TABLE}__archive",
+        f"{DEMO_TABLE}__clean",
         f"{DEMO_TABLE}__compaction",
         f"{DEMO_TABLE}__ingest",
         f"{DEMO_TABLE}__schedule_compaction",
     ]
-    assert len(runs) == 5 + 2 + 2 + 1
+    assert len(runs) == 5 + 2 + 2 + 2 + 1
     table = HudiTable(s.base_path)
-    commits = table.timeline.completed().with_actions(Action.COMMIT)
-    assert sorted(str(c.time) for c in commits) == sorted(s.plans) and not table.timeline.pending()
+    # every plan committed: on the active timeline, or already moved to the archived one
+    archived = ArchivedTimeline.load(table.storage)
+    commits = {str(c.time) for c in table.timeline.completed().with_actions(Action.COMMIT)}
+    commits |= {str(i.time) for i in archived.completed() if i.action is Action.COMMIT}
+    assert commits == set(s.plans) and not table.timeline.pending()
+    assert s.files_cleaned > 0 and s.instants_archived > 0
+    assert len(table.timeline.completed_commits()) <= 5  # the demo's hoodie.keep.max.commits
     assert s.slices_before["log_files"] > s.slices_after["log_files"]
     # the independent reader agrees with ours and with the write history
     oracle = hudi_rs_snapshot(s.base_path)
