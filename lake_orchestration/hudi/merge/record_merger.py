@@ -17,7 +17,7 @@ de-duplicated log keys with ``pyarrow.compute.index_in`` (no sort of the base fi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,9 +146,18 @@ def decode_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig, state: De
 
 
 def combine_log_records(
-    tables: list[pa.Table], deletes: list[tuple[int, DeleteRecord]], config: MergeConfig, state: DecodeState
+    tables: list[pa.Table],
+    deletes: list[tuple[int, DeleteRecord]],
+    config: MergeConfig,
+    state: DecodeState,
+    *,
+    gather: Callable[[pa.Table, pa.Array], pa.Table] | None = None,
 ) -> LogRecords:
-    """Keep the latest version of each key among decoded rows and deletes (scan sequence order)."""
+    """Keep the latest version of each key among decoded rows and deletes (scan sequence order).
+
+    ``gather(data, rows)`` replaces ``data.take(rows)`` for the winning rows (the compactor's spill writes them to a
+    file instead of memory); the order of the winners is not significant.
+    """
     data = _concat(tables)
     if data is None and not deletes:
         return LogRecords(None, pa.array([], pa.string()), state.seq, state.corrupt, list(state.reasons))
@@ -158,7 +167,7 @@ def combine_log_records(
     elif len(winners) == data.num_rows:
         records = data.drop_columns([_SEQ])  # every key once: no need to gather
     else:
-        records = data.take(winners).drop_columns([_SEQ])
+        records = (gather or pa.Table.take)(data, winners).drop_columns([_SEQ])
     return LogRecords(records, pa.array(deleted, pa.string()), state.seq, state.corrupt, list(state.reasons))
 
 

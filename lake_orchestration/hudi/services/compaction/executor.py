@@ -4,23 +4,23 @@ Mirrors ``HoodieCompactor.compact``: merged log scan of the plan's log files up 
 (uncommitted and rolled-back blocks dropped, corrupt blocks skipped and counted), merge with the base file by the
 payload's semantics (or insert-only without a base file), and a new base file ``{fileId}_{token}_{instant}.parquet``
 that keeps every record's ``_hoodie_commit_time``/``_hoodie_commit_seqno`` and carries Hudi's footer. The base file
-is streamed by row group. The decoded log side is held in memory up to ``hoodie.memory.compaction.max.size``
-(Flink: ``compaction.max_memory`` in MB, default 100 MB); beyond it, log records are hash-partitioned by record
-key into local spill files and each bucket is merged with the base file's rows of that bucket in turn.
+is streamed by row group in one pass. The decoded log side is held in memory up to
+``hoodie.memory.compaction.max.size`` (Flink: ``compaction.max_memory`` in MB, default 100 MB); beyond it, the log
+records go to local Arrow IPC spill files read back memory-mapped: the merge reads keys, sequence and ordering values
+into memory and fetches the winning records' other columns from the files as base batches need them.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -140,28 +140,23 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     decoded = decode_log_blocks(blocks, mcfg, state)
     tables: list[pa.Table] = []
     deletes: list = []
-    held = raw_seen = 0
-    spill: _Spill | None = None
-    raw_total = sum(len(b.content) for b in blocks)
+    held = 0
+    spill: _LogSpill | None = None
     for d in decoded:
-        if spill is not None:
-            spill.add(d)
-            continue
         if d.table is not None:
-            tables.append(d.table)
-            held += d.table.nbytes
+            if spill is not None:
+                tables.append(spill.put(d.table))
+            else:
+                tables.append(d.table)
+                held += d.table.nbytes
         deletes.extend(d.deletes)
-        raw_seen += d.raw_size
-        if held > task.memory_max_bytes:
-            # Beyond hoodie.memory.compaction.max.size: hash-partition the log side to local disk and merge bucket
-            # by bucket (the base file is then read once per bucket, keeping only that bucket's rows).
-            expansion = max(held / max(raw_seen, 1), 1.0)
-            buckets = max(2, math.ceil(raw_total * expansion / task.memory_max_bytes) + 1)
-            spill = _Spill(buckets, mcfg.key_field)
-            for t in tables:
-                spill.add(_Decoded(t))
-            spill.add(_Decoded(None, deletes))
-            tables, deletes, held = [], [], 0
+        if spill is None and held > task.memory_max_bytes:
+            # Beyond hoodie.memory.compaction.max.size: the decoded log records go to local disk (Arrow IPC files,
+            # read back memory-mapped, like Hudi's ExternalSpillableMap with its disk map); only what the merge
+            # probes with (keys, sequence and ordering values) is read into memory.
+            spill = _LogSpill()
+            tables = [spill.put(t) for t in tables]
+            held = 0
     scan_ms = int((time.monotonic() - t0) * 1000)
     token = make_write_token(
         task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
@@ -193,26 +188,22 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     try:
         if base is not None:
             out()  # a base file is rewritten even if every record was deleted
-        parts = spill.buckets() if spill is not None else [(None, tables, deletes)]
-        updated = deleted = n_inserts = n_log_keys = 0
-        for bucket, b_tables, b_deletes in parts:
-            log_records = combine_log_records(b_tables, b_deletes, mcfg, state)
-            merger = SliceMerger(log_records, mcfg)
-            if base is not None:
-                pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
-                for batch in pf.iter_batches(batch_size=131_072):
-                    if bucket is not None:
-                        batch = batch.filter(spill.mask(batch.column(mcfg.key_field), bucket))  # type: ignore[union-attr]
-                    out().write(merger.merge_batch(conform(batch, schema)))
-            inserts = merger.remaining_inserts(schema)
-            if inserts is not None and inserts.num_rows:
-                n_inserts += inserts.num_rows
-                out().write(inserts)
-            updated += merger.updated
-            deleted += merger.deleted
-            n_log_keys += (log_records.records.num_rows if log_records.records is not None else 0) + len(
-                log_records.deleted_keys
-            )
+        log_records = combine_log_records(tables, deletes, mcfg, state, gather=spill.gather if spill else None)
+        del tables
+        merger = SliceMerger(log_records, mcfg)
+        if base is not None:
+            pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
+            for batch in pf.iter_batches(batch_size=131_072):
+                out().write(merger.merge_batch(conform(batch, schema)))
+        inserts = merger.remaining_inserts(schema)
+        n_inserts = 0
+        if inserts is not None and inserts.num_rows:
+            n_inserts = inserts.num_rows
+            out().write(inserts)
+        updated, deleted = merger.updated, merger.deleted
+        n_log_keys = (log_records.records.num_rows if log_records.records is not None else 0) + len(
+            log_records.deleted_keys
+        )
     except BaseException:
         if isinstance(writer, WriteBehind):
             writer.abort()
@@ -251,49 +242,32 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     )
 
 
-class _Decoded:
-    def __init__(self, table: pa.Table | None, deletes: list | None = None) -> None:
-        self.table = table
-        self.deletes = deletes or []
+class _LogSpill:
+    """Decoded log tables in Arrow IPC files in a local temp dir, read back memory-mapped (zero copy)."""
 
+    _BATCH = 65_536
 
-class _Spill:
-    """Log records hash-partitioned by record key into parquet files in a local temp dir."""
-
-    def __init__(self, buckets: int, key_field: str) -> None:
-        self.n = buckets
-        self.key_field = key_field
+    def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="lake-orch-compaction-spill-")
-        self.files: dict[int, list[str]] = {b: [] for b in range(buckets)}
-        self.deletes: dict[int, list] = {b: [] for b in range(buckets)}
         self.count = 0
 
-    def bucket_of(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        return (pl.Series(values=keys).hash(seed=17).to_numpy() % self.n).astype(np.int64)
+    def _write(self, schema: pa.Schema, batches: Iterator[pa.Table]) -> pa.Table:
+        path = os.path.join(self.dir, f"{self.count}.arrow")
+        self.count += 1
+        with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, schema) as w:
+            for t in batches:
+                w.write_table(t, max_chunksize=self._BATCH)
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
-    def mask(self, keys: pa.Array | pa.ChunkedArray, bucket: int) -> pa.Array:
-        return pa.array(self.bucket_of(keys) == bucket)
+    def put(self, table: pa.Table) -> pa.Table:
+        """Spill ``table``; returns it memory-mapped from its file."""
+        return self._write(table.schema, iter([table]))
 
-    def add(self, d: object) -> None:
-        table = getattr(d, "table", None)
-        if table is not None and table.num_rows:
-            b = self.bucket_of(table.column(self.key_field))
-            for k in range(self.n):
-                part = table.filter(pa.array(b == k))
-                if part.num_rows:
-                    f = os.path.join(self.dir, f"{k}-{self.count}.parquet")
-                    pq.write_table(part, f, compression="lz4")
-                    self.files[k].append(f)
-                    self.count += 1
-        dels = getattr(d, "deletes", [])
-        if dels:
-            buckets = self.bucket_of(pa.array([rec.record_key or "" for _, rec in dels], pa.string()))
-            for (seq, rec), k in zip(dels, buckets.tolist(), strict=True):
-                self.deletes[k].append((seq, rec))
-
-    def buckets(self):  # type: ignore[no-untyped-def]
-        for k in range(self.n):
-            yield k, [pq.read_table(f) for f in self.files[k]], self.deletes[k]
+    def gather(self, data: pa.Table, rows: pa.Array) -> pa.Table:
+        """``data.take(rows)`` written to a new spill file chunk by chunk (rows in ascending order)."""
+        idx = np.sort(rows.to_numpy())
+        n = self._BATCH
+        return self._write(data.schema, (data.take(pa.array(idx[i : i + n])) for i in range(0, len(idx), n)))
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
