@@ -204,6 +204,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         n_log_keys = (log_records.records.num_rows if log_records.records is not None else 0) + len(
             log_records.deleted_keys
         )
+        new_file = writer.close() if writer is not None else None  # queued batches are written before the spill goes
     except BaseException:
         if isinstance(writer, WriteBehind):
             writer.abort()
@@ -211,9 +212,8 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     finally:
         if spill is not None:
             spill.close()
-    if writer is None:
+    if writer is None or new_file is None:
         return None
-    new_file = writer.close()
     rows = writer.rows
     upsert_ms = int((time.monotonic() - t1) * 1000)
     return WriteStat(
