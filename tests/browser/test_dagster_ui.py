@@ -233,10 +233,15 @@ def test_compaction_partitions_page_shows_table_asset_and_pending_plans(
         # asset, which only the loaded definitions know.
         browser.goto(f"{asset_url}?view=overview")
         description = f"Compaction plans of {TABLE}: one partition per compaction instant"
+        table_label = TABLE_KEY.replace("/", " / ")
+
+        def upstream_of(t: str) -> str:
+            return t.split("Upstream assets", 1)[1].split("Downstream assets", 1)[0] if "Upstream assets" in t else ""
+
+        # the lineage loads after the section headers render (a dash until then): wait for the upstream asset itself
         text = browser.wait_for(
-            lambda t: "Upstream assets" in t and "Downstream assets" in t and description in t,
+            lambda t: "Downstream assets" in t and description in t and table_label in upstream_of(t),
             timeout=30,
-            what="the asset overview with its description and lineage",
+            what="the asset overview with its description and the table asset upstream",
         )
-        upstream = text.split("Upstream assets", 1)[1].split("Downstream assets", 1)[0]
-        assert TABLE_KEY.replace("/", " / ") in upstream
+        assert table_label in upstream_of(text)
