@@ -23,7 +23,7 @@ for n in range(8):
         run_compaction(HudiTable(path), schedule=True, config=CompactionConfig(max_delta_commits=1))
 rows = read_snapshot_table(HudiTable(path)).num_rows
 
-# [start:jobs]
+# --8<-- [start:jobs]
 table = HudiTableConfig(
     name="trips",
     base_path=path,
@@ -40,7 +40,7 @@ assert clean.execute_in_process().success      # dry run: logs what it would del
 for job in (clean, archive):                    # for real: run config dry_run=false (or clean_dry_run=False)
     op = "trips__clean_op" if job is clean else "trips__archive_op"
     assert job.execute_in_process(run_config={"ops": {op: {"config": {"dry_run": False}}}}).success
-# [end:jobs]
+# --8<-- [end:jobs]
 
 t = HudiTable(path)
 assert read_snapshot_table(t).num_rows == rows

@@ -18,7 +18,7 @@ options = WriteOptions(
 trips = generate_trips(300, seed=1)
 write_table(path, trips, operation="bulk_insert", options=options)
 
-# [start:defs]
+# --8<-- [start:defs]
 cfg = HudiTableConfig(
     name="trips",
     base_path=path,
@@ -28,10 +28,10 @@ cfg = HudiTableConfig(
     max_plans_per_tick=5,
 )
 defs = build_hudi_definitions(tables=[cfg])
-# [end:defs]
+# --8<-- [end:defs]
 
 with dg.instance_for_test() as instance:
-    # [start:schedule]
+    # --8<-- [start:schedule]
     schedule_job = defs.resolve_job_def("trips__schedule_compaction")  # what trips__schedule_compaction_schedule runs
     for n in range(2):
         write_table(
@@ -41,20 +41,20 @@ with dg.instance_for_test() as instance:
             options=options,
         )
     assert schedule_job.execute_in_process(instance=instance).success  # 3 deltacommits >= 2: a plan
-    # [end:schedule]
-    # [start:sensor]
+    # --8<-- [end:schedule]
+    # --8<-- [start:sensor]
     sensor = defs.resolve_sensor_def("trips__pending_compaction_sensor")
     tick = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
     print([r.run_key for r in tick.run_requests])  # one run request per new plan, run key = instant
     for add in tick.dynamic_partitions_requests:  # the daemon applies these before launching the runs
         instance.add_dynamic_partitions(add.partitions_def_name, list(add.partition_keys))
-    # [end:sensor]
-    # [start:backfill]
+    # --8<-- [end:sensor]
+    # --8<-- [start:backfill]
     compaction = defs.resolve_job_def("trips__compaction")
     for key in instance.get_dynamic_partitions("trips__compaction_instants"):  # a backfill: one run per partition
         result = compaction.execute_in_process(instance=instance, partition_key=key)
         (mat,) = result.asset_materializations_for_node("hudi__trips__compaction")
         print(key, {k: mat.metadata[k].value for k in ("operations", "rows_written", "seconds")})
-    # [end:backfill]
+    # --8<-- [end:backfill]
 
 assert not HudiTable(path).timeline.pending_compactions()

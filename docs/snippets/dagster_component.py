@@ -11,7 +11,7 @@ import dagster as dg
 from lake_orchestration.dagster import HudiTableConfig, build_hudi_definitions
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()) / "lake_project"
-# [start:project]
+# --8<-- [start:project]
 # lake_project/
 #   pyproject.toml                       [tool.dg] project, root_module = "lake_project"
 #   src/lake_project/definitions.py      @dg.definitions -> dg.load_from_defs_folder(...)
@@ -36,7 +36,7 @@ attributes:
       clean_options:
         hoodie.cleaner.commits.retained: 10
 """
-# [end:project]
+# --8<-- [end:project]
 (root / "src" / "lake_project" / "defs" / "hudi").mkdir(parents=True, exist_ok=True)
 (root / "pyproject.toml").write_text(
     textwrap.dedent("""\
@@ -58,10 +58,10 @@ sys.path.insert(0, str(root / "src"))
 # Dagster's notices about its own beta/preview loader internals
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
-# [start:load]
+# --8<-- [start:load]
 # src/lake_project/definitions.py
 defs = dg.load_from_defs_folder(path_within_project=root)
-# [end:load]
+# --8<-- [end:load]
 
 keys = sorted(a.key.to_user_string() for a in defs.resolve_all_asset_specs())
 print(keys)

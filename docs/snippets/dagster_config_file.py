@@ -19,7 +19,7 @@ write_table(
 )
 
 config = work / "lake_orchestration.yaml"
-# [start:config]
+# --8<-- [start:config]
 config.write_text(f"""\
 spark_config:                         # over the embedded default spark.master=local[*]
   spark.executor.memory: 2g
@@ -44,22 +44,22 @@ tables:
     clean_options: {{hoodie.cleaner.policy: KEEP_LATEST_COMMITS, hoodie.cleaner.commits.retained: 10}}
     archive_options: {{hoodie.keep.min.commits: 20, hoodie.keep.max.commits: 30}}
 """)
-# [end:config]
+# --8<-- [end:config]
 
-# [start:location]
+# --8<-- [start:location]
 # what `dagster dev -w workspace.yaml` does with LAKE_ORCHESTRATION_CONFIG=<file>
 defs = load_code_location({"LAKE_ORCHESTRATION_CONFIG": str(config)})
-# [end:location]
+# --8<-- [end:location]
 tables = sorted(k.path[1] for k in (a.key for a in defs.resolve_all_asset_specs()) if len(k.path) == 2)
 print(tables)
 assert tables == ["clicks", "events", "orders", "trips"]
 print(load_config_file(config).tables[1].storage)
 
-# [start:error]
+# --8<-- [start:error]
 config.write_text("tables:\n  - name: trips\n    base_path: /data/trips\n    storage: {provider: s3}\n")
 try:
     load_config_file(config)
 except HudiConfigError as err:
     print(err)  # <file>: tables[0] ('trips'): entry: storage.provider 's3' does not match base_path ...
-    # [end:error]
+    # --8<-- [end:error]
     assert str(err).startswith(f"{config}: tables[0] ('trips')")

@@ -22,10 +22,10 @@ failed = table.create_requested(Instant(table.new_instant_time(), Action.DELTA_C
 
 defs = build_hudi_definitions(tables=[HudiTableConfig(name="trips", base_path=path, engine="local")])
 job = defs.resolve_job_def("trips__rollback")
-# [start:run]
+# --8<-- [start:run]
 for dry_run in (True, False):
     run_config = {"ops": {"trips__rollback_op": {"config": {"instant_time": str(failed.time), "dry_run": dry_run}}}}
     assert job.execute_in_process(run_config=run_config).success
-# [end:run]
+# --8<-- [end:run]
 assert HudiTable(path).timeline.get(str(failed.time)) is None
 print("rolled back", failed.time)

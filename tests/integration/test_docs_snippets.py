@@ -71,7 +71,8 @@ def test_every_snippet_reference_names_an_existing_snippet() -> None:
             problems.append(f"{where} -> {target.relative_to(REPO_ROOT)} does not exist")
         elif section and not section.isdigit():
             text = target.read_text()
-            if f"[start:{section}]" not in text or f"[end:{section}]" not in text:
+            # pymdownx.snippets only sees section markers written after its own marker: --8<-- [start:name]
+            if f"--8<-- [start:{section}]" not in text or f"--8<-- [end:{section}]" not in text:
                 problems.append(f"{where} -> section {section!r} is not marked in {name}")
     assert not problems, "\n".join(problems)
 
