@@ -147,12 +147,7 @@ class CommitMetadata:
         """
         if not data.strip():
             return cls()
-        try:
-            obj = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise CorruptFileError(path, f"not HoodieCommitMetadata JSON ({err})") from err
-        if not isinstance(obj, dict):
-            raise CorruptFileError(path, f"expected a JSON object, found {type(obj).__name__}")
+        obj = commit_json_object(data, path=path)
         try:
             p2ws = obj.get("partitionToWriteStats") or {}
             stats = {p: [WriteStat.from_json_obj(s) for s in (lst or [])] for p, lst in p2ws.items()}
@@ -183,3 +178,20 @@ def jackson_pretty(obj: Any, indent: int = 0) -> str:
             return "[ ]"
         return "[ " + ", ".join(jackson_pretty(v, indent) for v in obj) + " ]"
     return json.dumps(obj, ensure_ascii=False)
+
+
+def commit_json_object(data: bytes, *, path: str) -> dict[str, Any]:
+    """The JSON object of a commit file (empty content: ``{}``).
+
+    Raises:
+        CorruptFileError: not JSON, or not a JSON object.
+    """
+    if not data.strip():
+        return {}
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptFileError(path, f"not HoodieCommitMetadata JSON ({err})") from err
+    if not isinstance(obj, dict):
+        raise CorruptFileError(path, f"expected a JSON object, found {type(obj).__name__}")
+    return obj

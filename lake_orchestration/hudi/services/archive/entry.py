@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lake_orchestration.errors import CorruptFileError
@@ -18,6 +17,7 @@ from lake_orchestration.hudi.model.avro import (
     SavepointMetadata,
     schema_for,
 )
+from lake_orchestration.hudi.model.commit_metadata import commit_json_object
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
 
@@ -81,15 +81,7 @@ def commit_metadata_to_avro(data: bytes, *, path: str, replace: bool = False) ->
     Raises:
         CorruptFileError: The content is not a JSON object.
     """
-    if data.strip():
-        try:
-            obj = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise CorruptFileError(path, f"not HoodieCommitMetadata JSON ({err})") from err
-        if not isinstance(obj, dict):
-            raise CorruptFileError(path, f"expected a JSON object, found {type(obj).__name__}")
-    else:
-        obj = {}
+    obj = commit_json_object(data, path=path)
     compacted = bool(obj.get("compacted") or False)
     p2ws = obj.get("partitionToWriteStats") or {}
     extra = {str(k): str(v) for k, v in (obj.get("extraMetadata") or {}).items() if v is not None}
@@ -123,37 +115,58 @@ def meta_entry(table: HudiTable, instant: Instant) -> ArchivedMetaEntry:
     a = instant.action
     if a is Action.CLEAN:
         if instant.is_completed:
-            return ArchivedMetaEntry(**common, action_type="clean", hoodie_clean_metadata=CleanMetadata.from_bytes(
-                data, path=where))
+            return ArchivedMetaEntry(
+                **common, action_type="clean", hoodie_clean_metadata=CleanMetadata.from_bytes(data, path=where)
+            )
         if not data:  # 1.x-style empty inflight: the plan lives in the requested file
             req = Instant(instant.time, Action.CLEAN, State.REQUESTED)
             data, where = table.read_instant(req), table.storage.uri(table.instant_path(req))
-        return ArchivedMetaEntry(**common, action_type="clean", hoodie_cleaner_plan=CleanerPlan.from_bytes(
-            data, path=where))
+        return ArchivedMetaEntry(
+            **common, action_type="clean", hoodie_cleaner_plan=CleanerPlan.from_bytes(data, path=where)
+        )
     if a in (Action.COMMIT, Action.DELTA_COMMIT):
-        return ArchivedMetaEntry(**common, action_type=a.value, hoodie_commit_metadata=commit_metadata_to_avro(
-            data, path=where))
+        return ArchivedMetaEntry(
+            **common, action_type=a.value, hoodie_commit_metadata=commit_metadata_to_avro(data, path=where)
+        )
     if a is Action.REPLACE_COMMIT:
         if instant.is_completed:
-            return ArchivedMetaEntry(**common, action_type="replacecommit",
-                                     hoodie_replace_commit_metadata=commit_metadata_to_avro(data, path=where,
-                                                                                            replace=True))
+            return ArchivedMetaEntry(
+                **common,
+                action_type="replacecommit",
+                hoodie_replace_commit_metadata=commit_metadata_to_avro(data, path=where, replace=True),
+            )
         if instant.is_inflight:
-            return ArchivedMetaEntry(**common, action_type="replacecommit", hoodie_inflight_replace_metadata=(
-                commit_metadata_to_avro(data, path=where) if data else None))
-        return ArchivedMetaEntry(**common, action_type="replacecommit", hoodie_requested_replace_metadata=(
-            RequestedReplaceMetadata.from_bytes(data, path=where) if data else None))
+            return ArchivedMetaEntry(
+                **common,
+                action_type="replacecommit",
+                hoodie_inflight_replace_metadata=(commit_metadata_to_avro(data, path=where) if data else None),
+            )
+        return ArchivedMetaEntry(
+            **common,
+            action_type="replacecommit",
+            hoodie_requested_replace_metadata=(RequestedReplaceMetadata.from_bytes(data, path=where) if data else None),
+        )
     if a is Action.ROLLBACK:
-        return ArchivedMetaEntry(**common, action_type="rollback", hoodie_rollback_metadata=(
-            RollbackMetadata.from_bytes(data, path=where) if instant.is_completed else None))
+        return ArchivedMetaEntry(
+            **common,
+            action_type="rollback",
+            hoodie_rollback_metadata=(RollbackMetadata.from_bytes(data, path=where) if instant.is_completed else None),
+        )
     if a is Action.SAVEPOINT:
-        return ArchivedMetaEntry(**common, action_type="savepoint", hoodie_save_point_metadata=(
-            SavepointMetadata.from_bytes(data, path=where) if data else None))
+        return ArchivedMetaEntry(
+            **common,
+            action_type="savepoint",
+            hoodie_save_point_metadata=(SavepointMetadata.from_bytes(data, path=where) if data else None),
+        )
     if a in (Action.COMPACTION, Action.LOG_COMPACTION):
         # CompactionUtils.getCompactionPlan reads the requested file for both pending states.
         req = Instant(instant.time, a, State.REQUESTED)
         plan_path = table.storage.uri(table.instant_path(req))
-        return ArchivedMetaEntry(**common, action_type=a.value, hoodie_compaction_plan=CompactionPlan.from_bytes(
-            table.read_instant(req), path=plan_path))
-    raise CorruptFileError(where, f"archival of {a.value} instants is not supported (Hudi: 'Action not fully "
-                                  "supported yet')")
+        return ArchivedMetaEntry(
+            **common,
+            action_type=a.value,
+            hoodie_compaction_plan=CompactionPlan.from_bytes(table.read_instant(req), path=plan_path),
+        )
+    raise CorruptFileError(
+        where, f"archival of {a.value} instants is not supported (Hudi: 'Action not fully supported yet')"
+    )
