@@ -52,6 +52,14 @@ class UnsupportedTableVersionError(LakeOrchestrationError):
         super().__init__(f"Unsupported hoodie.table.version={version!r} for table {table_uri}: expected {supported}")
 
 
+class MetadataTableError(LakeOrchestrationError):
+    """The table has a metadata table that the requested service cannot keep in sync."""
+
+    def __init__(self, table_uri: str, detail: str) -> None:
+        self.table_uri = table_uri
+        super().__init__(f"Table {table_uri}: {detail}")
+
+
 class InvalidInstantTimeError(LakeOrchestrationError, ValueError):
     """An instant time that is not ``yyyyMMddHHmmss[SSS]``."""
 

@@ -71,6 +71,21 @@ class HoodieKey(enum.Enum):
         str(100 * 1024 * 1024),
         "Bytes of memory for a merged log scan before spilling.",
     )
+    METADATA_PARTITIONS = (
+        "hoodie.table.metadata.partitions",
+        None,
+        "Metadata table partitions that are built; non-empty means readers may list files through it.",
+    )
+    METADATA_PARTITIONS_INFLIGHT = (
+        "hoodie.table.metadata.partitions.inflight",
+        None,
+        "Metadata table partitions being built.",
+    )
+    METADATA_ENABLE = (
+        "hoodie.metadata.enable",
+        "true",
+        "Java writers keep a metadata table; false makes a writer delete it (lake_orchestration never updates it).",
+    )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
     # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------

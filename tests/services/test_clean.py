@@ -178,6 +178,10 @@ def test_savepoint_protects_files_from_clean_until_deleted(tmp_path: Path) -> No
     opts = {"hoodie.cleaner.commits.retained": "2"}
     res = run_clean(HudiTable(str(path)), opts)
     assert res.deleted > 0
+    with open(path / ".hoodie" / f"{res.instants[0]}.clean", "rb") as f:
+        (written,) = list(fastavro.reader(f))
+    # the plan's savepoints travel into the .clean, where Java 0.15's next clean looks for deleted savepoints
+    assert written["extraMetadata"] == {"savepointed_timestamps": sp}
     names = {p.name for p in path.rglob("*") if p.is_file()}
     assert saved <= names, "a savepointed file was cleaned"
     assert_same_rows(_as_of(path, sp), as_of_sp)
@@ -288,8 +292,10 @@ def test_clean_refuses_a_plan_pointing_outside_its_partition(tmp_path: Path) -> 
 def test_clean_options_are_validated() -> None:
     with pytest.raises(PlanError, match=r"hoodie.cleaner.policy='KEEP_SOME'.*KEEP_LATEST_COMMITS"):
         CleanConfig.from_options({"hoodie.cleaner.policy": "KEEP_SOME"})
-    with pytest.raises(PlanError, match=r"hoodie\.cleaner\.commits\.retained=0"):
-        CleanConfig.from_options({"hoodie.cleaner.commits.retained": "0"})
+    with pytest.raises(PlanError, match=r"hoodie\.cleaner\.fileversions\.retained=0"):
+        CleanConfig.from_options({"hoodie.cleaner.fileversions.retained": "0"})
+    # as in Java, commits.retained=0 finds no commit to retain: nothing is cleaned
+    assert CleanConfig.from_options({"hoodie.cleaner.commits.retained": "0"}).commits_retained == 0
 
 
 def test_clean_on_spark_deletes_the_same_files(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
@@ -331,3 +337,55 @@ def test_clean_and_savepoint_cli(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "Deleted savepoint" in r.output
     r = run(cli, ["savepoint", "delete", str(path), "--instant-time", sp])
     assert r.exit_code == 1 and "No savepoint" in r.output
+
+
+def _fake_metadata_table(path: Path) -> None:
+    """What a Java writer with the metadata table enabled leaves: the partitions property and .hoodie/metadata."""
+    t = HudiTable(str(path))
+    t.update_properties({"hoodie.table.metadata.partitions": "files"})
+    mdt = path / ".hoodie" / "metadata" / ".hoodie"
+    mdt.mkdir(parents=True)
+    (mdt / "hoodie.properties").write_text("hoodie.table.name=t_metadata\n")
+
+
+def test_clean_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
+    from lake_orchestration.errors import MetadataTableError
+
+    path = _mor(tmp_path, rounds=6)
+    _fake_metadata_table(path)
+    snapshot = hudi_rs_snapshot(path)
+    listing = _data_files(path)
+    with pytest.raises(MetadataTableError, match=r"hoodie\.metadata\.enable=false"):
+        run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    assert _data_files(path) == listing
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2", "hoodie.metadata.enable": "false"})
+    assert res.deleted > 0
+    t = HudiTable(str(path))
+    assert not t.has_metadata_table() and "hoodie.table.metadata.partitions" not in t.config.raw
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+
+
+def test_empty_pending_clean_is_removed_and_cleaning_goes_on(tmp_path: Path) -> None:
+    path = _mor(tmp_path, rounds=6)
+    t = HudiTable(str(path))
+    empty = t.create_requested(Instant(t.new_instant_time(), Action.CLEAN, State.REQUESTED), b"")
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    assert str(empty.time) not in res.instants and res.deleted > 0
+    assert not list((path / ".hoodie").glob(f"{empty.time}.clean*"))
+
+
+def test_plan_paths_map_back_to_the_table_for_every_scheme() -> None:
+    from types import SimpleNamespace
+
+    from lake_orchestration.hudi.services.clean.executor import _relative_to_table
+
+    local = SimpleNamespace(is_local=True, base_path="/data/t")
+    assert _relative_to_table(local, "file:/data/t/p/a.parquet") == "p/a.parquet"
+    assert _relative_to_table(local, "/data/t/p/a.parquet") == "p/a.parquet"
+    assert _relative_to_table(local, "/data/other/a.parquet") == ""
+    s3 = SimpleNamespace(is_local=False, base_path="bucket/lake/t")
+    assert _relative_to_table(s3, "s3a://bucket/lake/t/p/a.parquet") == "p/a.parquet"
+    hdfs = SimpleNamespace(is_local=False, base_path="/warehouse/t")
+    assert _relative_to_table(hdfs, "hdfs://namenode:8020/warehouse/t/p/.f_1.log.1_0-1-0") == "p/.f_1.log.1_0-1-0"
+    assert _relative_to_table(hdfs, "hdfs://namenode:8020/warehouse/other/x.parquet") == ""

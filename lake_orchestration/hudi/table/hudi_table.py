@@ -143,6 +143,24 @@ class HudiTable:
         self.storage.delete_file(backup)
         return self.config
 
+    # -- metadata table ----------------------------------------------------------------------------------------
+    def has_metadata_table(self) -> bool:
+        """True if ``.hoodie/metadata`` holds a table or ``hoodie.table.metadata.partitions`` names partitions."""
+        parts = (self.config.raw.get(HoodieKey.METADATA_PARTITIONS.key) or "").strip()
+        return bool(parts) or self.storage.exists(
+            self.storage.join(HOODIE_DIR, "metadata", HOODIE_DIR, PROPERTIES_FILE)
+        )
+
+    def drop_metadata_table(self) -> None:
+        """Delete the metadata table as a Java writer with ``hoodie.metadata.enable=false`` does
+        (``HoodieTableMetadataUtil.deleteMetadataTable``): clear ``hoodie.table.metadata.partitions[.inflight]``
+        first, so readers go back to listing files, then delete ``.hoodie/metadata``. Java rebuilds it on its next
+        write with metadata enabled."""
+        keys = (HoodieKey.METADATA_PARTITIONS.key, HoodieKey.METADATA_PARTITIONS_INFLIGHT.key)
+        if any(k in self.config.raw for k in keys):
+            self.update_properties({}, remove=keys)
+        self.storage.delete_dir(self.storage.join(HOODIE_DIR, "metadata"))
+
     # -- timeline ----------------------------------------------------------------------------------------------
     @cached_property
     def timeline(self) -> Timeline:

@@ -310,6 +310,8 @@ class CleanMetadata(AvroModel):
         default=None, metadata=_avro("bootstrapPartitionMetadata")
     )
     """Result per partition for bootstrap source files."""
+    extra_metadata: dict[str, str] | None = field(default=None, metadata=_avro("extraMetadata"))
+    """The plan's extra metadata (0.15: ``savepointed_timestamps``, read by the next clean)."""
 
 
 # ---------------------------------------------------------------- rollback
@@ -407,7 +409,7 @@ class SavepointMetadata(AvroModel):
     savepointed_by: str = field(metadata=_avro("savepointedBy"))
     """User who made the savepoint."""
     savepointed_at: int = field(metadata=_avro("savepointedAt"))
-    """Epoch seconds."""
+    """Epoch milliseconds (Java writes ``System.currentTimeMillis()``)."""
     comments: str = field(metadata=_avro("comments"))
     """Free text."""
     partition_metadata: dict[str, SavepointPartitionMetadata] = field(metadata=_avro("partitionMetadata"))

@@ -6,12 +6,15 @@ Entry points: :func:`run_clean` (finish pending cleans, schedule a new one if th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pendulum
 
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import MetadataTableError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
 from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
@@ -23,6 +26,8 @@ from lake_orchestration.hudi.services.clean.planner import (
 )
 from lake_orchestration.hudi.table import HudiTable
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "CleanConfig",
     "CleanPlanning",
@@ -30,6 +35,7 @@ __all__ = [
     "CleaningPolicy",
     "CleaningTriggerStrategy",
     "earliest_commit_to_retain",
+    "ensure_metadata_table_handled",
     "execute_clean",
     "pending_cleans",
     "plan_clean",
@@ -74,9 +80,52 @@ class CleanResult:
         }
 
 
-def pending_cleans(table: HudiTable) -> list[Instant]:
-    """Requested or inflight clean instants, oldest first."""
-    return list(table.refresh().timeline.pending().with_actions(Action.CLEAN))
+def pending_cleans(table: HudiTable, *, dry_run: bool = False) -> list[Instant]:
+    """Requested or inflight clean instants with a plan, oldest first.
+
+    A pending clean whose requested file is empty deleted nothing (the plan is written before any delete); its
+    files are removed, as Java's ``deleteEmptyInstantIfExists`` does (not on a dry run).
+    """
+    out = []
+    for inst in table.refresh().timeline.pending().with_actions(Action.CLEAN):
+        req = Instant(inst.time, Action.CLEAN, State.REQUESTED)
+        path = table.instant_path(req)
+        if table.storage.exists(path) and not table.storage.read_bytes(path):
+            log.warning("Removing the empty pending clean %s of %s", inst.time, table.base_uri)
+            if not dry_run:
+                for state in (State.INFLIGHT, State.REQUESTED):
+                    table.storage.delete_file(
+                        table.instant_path(Instant(inst.time, Action.CLEAN, state)), missing_ok=True
+                    )
+            continue
+        out.append(inst)
+    table.refresh()
+    return out
+
+
+def ensure_metadata_table_handled(table: HudiTable, options: Mapping[str, str] | None, *, dry_run: bool) -> None:
+    """Refuse to clean a table with a metadata table, unless ``hoodie.metadata.enable=false`` asks to drop it.
+
+    This project does not update Hudi's metadata table; Java readers that list files through it would still list the
+    files a clean deletes. With ``hoodie.metadata.enable=false`` the metadata table is deleted first, as a Java
+    writer with that setting does (Java rebuilds it on its next write with metadata enabled).
+
+    Raises:
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+    """
+    if not table.has_metadata_table():
+        return
+    if str((options or {}).get(HoodieKey.METADATA_ENABLE.key, "")).strip().lower() == "false":
+        if not dry_run:
+            log.warning("Deleting the metadata table of %s (hoodie.metadata.enable=false)", table.base_uri)
+            table.drop_metadata_table()
+        return
+    raise MetadataTableError(
+        table.base_uri,
+        "has a metadata table (.hoodie/metadata) that clean does not update: Java readers listing files through it "
+        "would still list the deleted files. Pass hoodie.metadata.enable=false (CLI: --option "
+        "hoodie.metadata.enable=false) to delete the metadata table first, as a Java writer with that setting does",
+    )
 
 
 def schedule_clean(
@@ -91,6 +140,7 @@ def schedule_clean(
     Returns (the requested instant or None, the planning or None, why nothing was scheduled).
     """
     cfg = CleanConfig.from_options(options)
+    ensure_metadata_table_handled(table, options, dry_run=False)
     n = commits_since_last_clean(table.refresh())
     if n < cfg.max_commits:
         return None, None, _not_triggered(n, cfg)
@@ -123,10 +173,11 @@ def run_clean(
     ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
     """
     cfg = CleanConfig.from_options(options)
+    ensure_metadata_table_handled(table, options, dry_run=dry_run)
     files: dict[str, list[str]] = {}
     instants: list[str] = []
     deleted = failed = 0
-    for pending in pending_cleans(table):
+    for pending in pending_cleans(table, dry_run=dry_run):
         plan = read_plan(table, str(pending.time))
         instants.append(str(pending.time))
         for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():

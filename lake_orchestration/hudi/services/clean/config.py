@@ -89,8 +89,12 @@ class CleanConfig:
         kw.update(overrides)
         cfg = cls(**kw)
         for attr in ("commits_retained", "file_versions_retained", "hours_retained", "max_commits", "parallelism"):
-            if getattr(cfg, attr) < (0 if attr == "hours_retained" else 1):
-                raise PlanError(f"Invalid clean option {_KEYS[attr]}={getattr(cfg, attr)}: expected a positive integer")
+            # commits.retained=0 is accepted as in Java (no commit to retain is found: nothing is cleaned)
+            low = 0 if attr in ("hours_retained", "commits_retained") else 1
+            if getattr(cfg, attr) < low:
+                raise PlanError(
+                    f"Invalid clean option {_KEYS[attr]}={getattr(cfg, attr)}: expected an integer >= {low}"
+                )
         return cfg
 
     def as_options(self) -> dict[str, str]:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
+from lake_orchestration.errors import InvalidInstantStateError, MetadataTableError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -70,12 +70,16 @@ def _relative_to_table(st: Storage, full: str) -> str:
         if st.is_local and path.startswith(prefix):
             path = path[len(prefix) :]
             break
+    candidates = [path]
     if "://" in path:
-        path = path.split("://", 1)[1]
+        rest = path.split("://", 1)[1]
+        # s3://bucket/key -> bucket/key; hdfs://namenode:8020/path -> /path (the authority is not in the path)
+        candidates = [rest, "/" + rest.partition("/")[2]]
     base = st.base_path.rstrip("/") + "/"
-    if not path.startswith(base):
-        return ""
-    return path[len(base) :]
+    for c in candidates:
+        if c.startswith(base):
+            return c[len(base) :]
+    return ""
 
 
 def _delete(st: Storage, partition: str, path: str) -> DeleteResult:
@@ -146,6 +150,7 @@ def clean_metadata(
         partition_metadata=parts,
         version=CLEAN_METADATA_VERSION,
         bootstrap_partition_metadata={},
+        extra_metadata=dict(plan.extra_metadata) if plan.extra_metadata else None,
     )
 
 
@@ -157,6 +162,11 @@ def execute_clean(table: HudiTable, instant_time: str, *, spark: Any = None, par
         PlanError: the plan names a file outside its partition (nothing deleted).
     """
     table = table.refresh()
+    if table.has_metadata_table():
+        raise MetadataTableError(
+            table.base_uri,
+            "has a metadata table that clean does not update; see run_clean(hoodie.metadata.enable=false)",
+        )
     cur = table.timeline.get(instant_time, Action.CLEAN)
     if cur is None or cur.action is not Action.CLEAN:
         raise InvalidInstantStateError(table.base_uri, instant_time, "is not a clean instant on the active timeline")

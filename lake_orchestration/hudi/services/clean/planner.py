@@ -74,7 +74,7 @@ def earliest_commit_to_retain(
     """``CleanerUtils.getEarliestCommitToRetain`` over the commits-and-compaction timeline."""
     commits = timeline.commits()
     completed = commits.completed()
-    if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS and len(completed) > cfg.commits_retained:
+    if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS and 0 < cfg.commits_retained < len(completed):
         nth = completed.instants[len(completed) - cfg.commits_retained]
         pending = commits.pending().first
         if pending is not None and pending < nth:
@@ -170,12 +170,10 @@ def partitions_to_clean(
         md, prev_plan = _previous_clean(table)
         prev = md.earliest_commit_to_retain if md is not None else ""
         if prev and not tl.commits().is_before_start(prev):
-            honoured = set(
-                filter(
-                    None,
-                    ((prev_plan.extra_metadata or {}) if prev_plan else {}).get(SAVEPOINTED_TIMESTAMPS, "").split(","),
-                )
+            extra = (md.extra_metadata if md is not None else None) or (
+                (prev_plan.extra_metadata or {}) if prev_plan is not None else {}
             )
+            honoured = set(filter(None, extra.get(SAVEPOINTED_TIMESTAMPS, "").split(",")))
             if honoured - set(savepoints):
                 # a savepoint was deleted since the previous clean: its files may be anywhere
                 return table.list_partitions(), False
@@ -287,7 +285,10 @@ def plan_clean(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime | N
         version=CLEAN_PLAN_VERSION,
         file_paths_to_be_deleted_per_partition={p: tuple(v) for p, v in sorted(per_partition.items())},
         partitions_to_be_deleted=(),
-        extra_metadata={SAVEPOINTED_TIMESTAMPS: ",".join(savepoints)} if savepoints else {},
+        # as Java: recorded for partitioned tables only (the next clean compares it to find deleted savepoints)
+        extra_metadata=(
+            {SAVEPOINTED_TIMESTAMPS: ",".join(savepoints)} if savepoints and table.config.is_partitioned else {}
+        ),
     )
     reason = ""
     if not per_partition:
