@@ -389,3 +389,18 @@ def test_plan_paths_map_back_to_the_table_for_every_scheme() -> None:
     hdfs = SimpleNamespace(is_local=False, base_path="/warehouse/t")
     assert _relative_to_table(hdfs, "hdfs://namenode:8020/warehouse/t/p/.f_1.log.1_0-1-0") == "p/.f_1.log.1_0-1-0"
     assert _relative_to_table(hdfs, "hdfs://namenode:8020/warehouse/other/x.parquet") == ""
+
+
+def test_writer_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
+    from lake_orchestration.errors import MetadataTableError
+
+    path = _mor(tmp_path, rounds=1)
+    _fake_metadata_table(path)
+    batch = generate_trips(10, partitions=2, seed=77)
+    with pytest.raises(MetadataTableError, match="this writer"):
+        write_table(str(path), batch, operation="upsert")
+    assert HudiTable(str(path)).has_metadata_table()
+    write_table(str(path), batch, operation="upsert", options=WriteOptions(options={"hoodie.metadata.enable": "false"}))
+    assert not HudiTable(str(path)).has_metadata_table()
+    keys = set(hudi_rs_snapshot(path).column("uuid").to_pylist())
+    assert set(batch.column("uuid").to_pylist()) <= keys

@@ -19,6 +19,7 @@ from lake_orchestration.errors import (
     InstantNotFoundError,
     InvalidInstantStateError,
     InvalidTablePropertiesError,
+    MetadataTableError,
     StorageError,
     TableNotFoundError,
     UnsupportedTableVersionError,
@@ -149,6 +150,33 @@ class HudiTable:
         parts = (self.config.raw.get(HoodieKey.METADATA_PARTITIONS.key) or "").strip()
         return bool(parts) or self.storage.exists(
             self.storage.join(HOODIE_DIR, "metadata", HOODIE_DIR, PROPERTIES_FILE)
+        )
+
+    def ensure_metadata_table_handled(
+        self, options: Mapping[str, str] | None, *, service: str, dry_run: bool = False
+    ) -> None:
+        """Refuse to change a table that has a metadata table, unless ``hoodie.metadata.enable=false`` drops it.
+
+        This project does not update Hudi's metadata table: Java readers listing files through it would miss files a
+        write adds and still list files a clean deletes. With ``hoodie.metadata.enable=false`` it is deleted first
+        (not on a dry run), as a Java writer with that setting does; Java rebuilds it on its next write with
+        metadata enabled.
+
+        Raises:
+            MetadataTableError: a metadata table exists and ``hoodie.metadata.enable`` is not ``false``.
+        """
+        if not self.has_metadata_table():
+            return
+        if str((options or {}).get(HoodieKey.METADATA_ENABLE.key, "")).strip().lower() == "false":
+            if not dry_run:
+                log.warning("Deleting the metadata table of %s (hoodie.metadata.enable=false)", self.base_uri)
+                self.drop_metadata_table()
+            return
+        raise MetadataTableError(
+            self.base_uri,
+            f"has a metadata table (.hoodie/metadata) that {service} does not update: Java readers listing files "
+            "through it would see a stale file list. Pass hoodie.metadata.enable=false (CLI: --option "
+            "hoodie.metadata.enable=false) to delete the metadata table first, as a Java writer with that setting does",
         )
 
     def drop_metadata_table(self) -> None:

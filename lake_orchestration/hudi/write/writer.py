@@ -215,6 +215,7 @@ def _open_or_create(base_uri: str, data_schema: pa.Schema, options: WriteOptions
             extra=table_props,
         )
         return HudiTable.create(base_uri, props, storage_options=storage_options)
+    table.ensure_metadata_table_handled(options.options, service="this writer")
     _validate(table, options)
     return table
 

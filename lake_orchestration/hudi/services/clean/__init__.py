@@ -13,8 +13,6 @@ from typing import Any
 
 import pendulum
 
-from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import MetadataTableError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
 from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
@@ -35,7 +33,6 @@ __all__ = [
     "CleaningPolicy",
     "CleaningTriggerStrategy",
     "earliest_commit_to_retain",
-    "ensure_metadata_table_handled",
     "execute_clean",
     "pending_cleans",
     "plan_clean",
@@ -103,31 +100,6 @@ def pending_cleans(table: HudiTable, *, dry_run: bool = False) -> list[Instant]:
     return out
 
 
-def ensure_metadata_table_handled(table: HudiTable, options: Mapping[str, str] | None, *, dry_run: bool) -> None:
-    """Refuse to clean a table with a metadata table, unless ``hoodie.metadata.enable=false`` asks to drop it.
-
-    This project does not update Hudi's metadata table; Java readers that list files through it would still list the
-    files a clean deletes. With ``hoodie.metadata.enable=false`` the metadata table is deleted first, as a Java
-    writer with that setting does (Java rebuilds it on its next write with metadata enabled).
-
-    Raises:
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
-    """
-    if not table.has_metadata_table():
-        return
-    if str((options or {}).get(HoodieKey.METADATA_ENABLE.key, "")).strip().lower() == "false":
-        if not dry_run:
-            log.warning("Deleting the metadata table of %s (hoodie.metadata.enable=false)", table.base_uri)
-            table.drop_metadata_table()
-        return
-    raise MetadataTableError(
-        table.base_uri,
-        "has a metadata table (.hoodie/metadata) that clean does not update: Java readers listing files through it "
-        "would still list the deleted files. Pass hoodie.metadata.enable=false (CLI: --option "
-        "hoodie.metadata.enable=false) to delete the metadata table first, as a Java writer with that setting does",
-    )
-
-
 def schedule_clean(
     table: HudiTable,
     options: Mapping[str, str] | None = None,
@@ -140,7 +112,7 @@ def schedule_clean(
     Returns (the requested instant or None, the planning or None, why nothing was scheduled).
     """
     cfg = CleanConfig.from_options(options)
-    ensure_metadata_table_handled(table, options, dry_run=False)
+    table.ensure_metadata_table_handled(options, service="clean")
     n = commits_since_last_clean(table.refresh())
     if n < cfg.max_commits:
         return None, None, _not_triggered(n, cfg)
@@ -173,7 +145,7 @@ def run_clean(
     ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
     """
     cfg = CleanConfig.from_options(options)
-    ensure_metadata_table_handled(table, options, dry_run=dry_run)
+    table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
     files: dict[str, list[str]] = {}
     instants: list[str] = []
     deleted = failed = 0
