@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 
 from lake_orchestration.errors import InvalidInstantStateError
-from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, SavepointMetadata, SavepointPartitionMetadata
+from lake_orchestration.hudi.model.avro import CleanerPlan, SavepointMetadata, SavepointPartitionMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.clean.planner import last_clean_metadata
 from lake_orchestration.hudi.table import HudiTable
 
 SAVEPOINT_METADATA_VERSION = 1
@@ -37,11 +38,9 @@ def _last_commit_retained(table: HudiTable) -> str:
     last_clean = tl.with_actions(Action.CLEAN).last
     if last_clean is not None:
         if last_clean.is_completed:
-            md = CleanMetadata.from_bytes(
-                table.read_instant(last_clean), path=table.storage.uri(table.instant_path(last_clean))
-            )
-            if md.earliest_commit_to_retain:
-                return md.earliest_commit_to_retain
+            done = last_clean_metadata(table)
+            if done is not None and done[1].earliest_commit_to_retain:
+                return done[1].earliest_commit_to_retain
         else:
             req = Instant(last_clean.time, Action.CLEAN, State.REQUESTED)
             plan = CleanerPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))

@@ -23,7 +23,7 @@ from lake_orchestration.hudi.services.archive.archiver import (
     leftover_instant_files,
     write_archive_file,
 )
-from lake_orchestration.hudi.services.archive.config import ArchiveConfig, CleanerPolicy
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_small_archive_files, recover_merge
 from lake_orchestration.hudi.services.archive.planner import ArchivePlan, plan_archive
 from lake_orchestration.hudi.table import HudiTable
@@ -35,7 +35,6 @@ __all__ = [
     "ArchiveConfig",
     "ArchivePlan",
     "ArchiveResult",
-    "CleanerPolicy",
     "MergeResult",
     "merge_archive_files",
     "plan_archive",

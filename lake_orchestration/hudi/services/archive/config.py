@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import PlanError
+from lake_orchestration.hudi.services.clean.config import CleaningPolicy
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, TriggerStrategy
-
-
-class CleanerPolicy(str, enum.Enum):
-    """``hoodie.cleaner.policy`` (``HoodieCleaningPolicy``): decides the earliest commit the cleaner retains."""
-
-    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
-    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
-    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +29,7 @@ class ArchiveConfig:
     """``hoodie.archive.merge.files.batch.size``: minimum number of small files to merge."""
     merge_small_file_limit_bytes: int = 20 * 1024 * 1024
     """``hoodie.archive.merge.small.file.limit.bytes``."""
-    cleaner_policy: CleanerPolicy = CleanerPolicy.KEEP_LATEST_COMMITS
+    cleaner_policy: CleaningPolicy = CleaningPolicy.KEEP_LATEST_COMMITS
     """``hoodie.cleaner.policy``."""
     cleaner_commits_retained: int = 10
     """``hoodie.cleaner.commits.retained``."""
@@ -74,11 +66,11 @@ class ArchiveConfig:
 
         raw_policy = merged.get(HoodieKey.CLEANER_POLICY.key, HoodieKey.CLEANER_POLICY.default or "")
         try:
-            policy = CleanerPolicy(raw_policy.strip().upper())
+            policy = CleaningPolicy(raw_policy.strip().upper())
         except ValueError as err:
             raise PlanError(
                 f"Invalid option {HoodieKey.CLEANER_POLICY.key}={raw_policy!r}: expected one of "
-                f"{', '.join(p.value for p in CleanerPolicy)}"
+                f"{', '.join(p.value for p in CleaningPolicy)}"
             ) from err
         compaction = CompactionConfig.from_options(merged)
         return cls(

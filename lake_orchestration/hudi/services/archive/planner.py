@@ -12,6 +12,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import pendulum
+
 from lake_orchestration.errors import CorruptFileError, StorageError, TableNotFoundError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata
 from lake_orchestration.hudi.model.instant import (
@@ -24,7 +26,8 @@ from lake_orchestration.hudi.model.instant import (
 )
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.model.timeline import Timeline
-from lake_orchestration.hudi.services.archive.config import ArchiveConfig, CleanerPolicy
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+from lake_orchestration.hudi.services.clean.planner import cleaner_earliest_commit_to_retain
 from lake_orchestration.hudi.services.compaction.config import TriggerStrategy
 from lake_orchestration.hudi.table import HudiTable
 
@@ -66,26 +69,18 @@ def raw_instants(table: HudiTable) -> list[Instant]:
 
 
 def earliest_commit_to_retain(timeline: Timeline, config: ArchiveConfig) -> InstantTime | None:
-    """``CleanerUtils.getEarliestCommitToRetain`` on the commits timeline (commit, deltacommit, replacecommit)."""
+    """``ArchivalUtils.getEarliestCommitToRetain``: the cleaner's rule on the commits timeline (commit, deltacommit,
+    replacecommit), by hours counted back from the latest completed commit."""
     commits = timeline.with_actions(*COMMIT_ACTIONS)
-    completed = commits.completed().instants
-    if config.cleaner_policy is CleanerPolicy.KEEP_LATEST_COMMITS:
-        if len(completed) <= config.cleaner_commits_retained:
-            return None
-        nth = completed[len(completed) - config.cleaner_commits_retained]
-        pending = commits.pending().first
-        if pending is not None and nth.time > pending.time:
-            # The earliest commit to retain must not be later than the earliest pending commit.
-            before = [i for i in completed if i.time < pending.time]
-            return before[-1].time if before else None
-        return nth.time
-    if config.cleaner_policy is CleanerPolicy.KEEP_LATEST_BY_HOURS and completed:
-        latest = completed[-1].time.to_datetime()
-        cutoff = InstantTime.from_datetime(latest.subtract(hours=config.cleaner_hours_retained))
-        for i in completed:
-            if i.time >= cutoff:
-                return i.time
-    return None
+    latest = commits.completed().last
+    ectr = cleaner_earliest_commit_to_retain(
+        commits,
+        config.cleaner_policy,
+        commits_retained=config.cleaner_commits_retained,
+        hours_retained=config.cleaner_hours_retained,
+        latest=latest.time.to_datetime() if latest is not None else pendulum.now("UTC"),
+    )
+    return ectr.time if ectr is not None else None
 
 
 def min_and_max_to_keep(timeline: Timeline, config: ArchiveConfig) -> tuple[int, int, InstantTime | None]:
@@ -99,7 +94,11 @@ def min_and_max_to_keep(timeline: Timeline, config: ArchiveConfig) -> tuple[int,
             log.warning(
                 "The archival configs (min %d, max %d) are more aggressive than cleaning (earliest commit to "
                 "retain %s): keeping min %d, max %d",
-                lo, hi, ectr, based_on_cleaning, based_on_cleaning + hi - lo,
+                lo,
+                hi,
+                ectr,
+                based_on_cleaning,
+                based_on_cleaning + hi - lo,
             )
             return based_on_cleaning, based_on_cleaning + hi - lo, ectr
     return lo, hi, ectr

@@ -68,40 +68,67 @@ class CleanPlanning:
         return sum(len(v) for v in self.files.values())
 
 
-def earliest_commit_to_retain(
-    timeline: Timeline, cfg: CleanConfig, *, now: pendulum.DateTime | None = None, timezone: str = "LOCAL"
+def cleaner_earliest_commit_to_retain(
+    commits: Timeline,
+    policy: CleaningPolicy,
+    *,
+    commits_retained: int,
+    hours_retained: int,
+    latest: pendulum.DateTime,
 ) -> Instant | None:
-    """``CleanerUtils.getEarliestCommitToRetain`` over the commits-and-compaction timeline."""
-    commits = timeline.commits()
+    """``CleanerUtils.getEarliestCommitToRetain``, shared by the cleaner and archival (``ArchivalUtils``).
+
+    ``commits`` is the caller's commits timeline (all states); ``latest`` the moment ``KEEP_LATEST_BY_HOURS`` counts
+    back from, in the table's timeline timezone.
+    """
     completed = commits.completed()
-    if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS and 0 < cfg.commits_retained < len(completed):
-        nth = completed.instants[len(completed) - cfg.commits_retained]
+    if policy is CleaningPolicy.KEEP_LATEST_COMMITS and 0 < commits_retained < len(completed):
+        nth = completed.instants[len(completed) - commits_retained]
         pending = commits.pending().first
         if pending is not None and pending < nth:
             # never later than the earliest pending write: its files must stay readable once it completes
             return completed.filter(lambda i: i.time < pending.time).last
         return nth
-    if cfg.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
-        tz = "UTC" if timezone.upper() == "UTC" else pendulum.local_timezone()
-        moment = (now or pendulum.now(tz)).in_timezone(tz).subtract(hours=cfg.hours_retained)
-        cutoff = InstantTime.from_datetime(moment)
+    if policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
+        cutoff = InstantTime.from_datetime(latest.subtract(hours=hours_retained))
         for inst in completed:
             if inst.time >= cutoff:
                 return inst
     return None
 
 
+def earliest_commit_to_retain(
+    timeline: Timeline, cfg: CleanConfig, *, now: pendulum.DateTime | None = None, timezone: str = "LOCAL"
+) -> Instant | None:
+    """The cleaner's ECTR (``CleanPlanner.getEarliestCommitToRetain``): over the commits-and-compaction timeline,
+    by hours counted back from now."""
+    tz = "UTC" if timezone.upper() == "UTC" else pendulum.local_timezone()
+    return cleaner_earliest_commit_to_retain(
+        timeline.commits(),
+        cfg.policy,
+        commits_retained=cfg.commits_retained,
+        hours_retained=cfg.hours_retained,
+        latest=(now or pendulum.now(tz)).in_timezone(tz),
+    )
+
+
+def last_clean_metadata(table: HudiTable) -> tuple[Instant, CleanMetadata] | None:
+    """The latest completed clean and its metadata (None if there is none, or its file is empty)."""
+    last = table.timeline.completed().with_actions(Action.CLEAN).last
+    if last is None:
+        return None
+    data = table.read_instant(last)
+    if not data:
+        return None
+    return last, CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last)))
+
+
 def commits_since_last_clean(table: HudiTable) -> int:
     """``CleanPlanActionExecutor.getCommitsSinceLastCleaning``: completed commits after the last clean's view."""
-    tl = table.timeline
-    done = tl.completed_commits()
-    last_clean = tl.completed().with_actions(Action.CLEAN).last
-    if last_clean is not None:
-        data = table.read_instant(last_clean)
-        if data:
-            md = CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last_clean)))
-            if md.last_completed_commit_timestamp:
-                return len(done.after(md.last_completed_commit_timestamp))
+    done = table.timeline.completed_commits()
+    last = last_clean_metadata(table)
+    if last is not None and last[1].last_completed_commit_timestamp:
+        return len(done.after(last[1].last_completed_commit_timestamp))
     return len(done)
 
 
@@ -141,15 +168,11 @@ def _partitions_of(table: HudiTable, inst: Instant) -> set[str]:
 
 
 def _previous_clean(table: HudiTable) -> tuple[CleanMetadata | None, CleanerPlan | None]:
-    tl = table.timeline
-    last = tl.completed().with_actions(Action.CLEAN).last
+    last = last_clean_metadata(table)
     if last is None:
         return None, None
-    data = table.read_instant(last)
-    if not data:
-        return None, None
-    md = CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last)))
-    req = Instant(last.time, Action.CLEAN, State.REQUESTED)
+    inst, md = last
+    req = Instant(inst.time, Action.CLEAN, State.REQUESTED)
     plan = None
     if table.storage.exists(table.instant_path(req)):
         raw = table.read_instant(req)
@@ -186,7 +209,7 @@ def partitions_to_clean(
     return table.list_partitions(), False
 
 
-def _slice_files(view: FileSystemView, s: FileSlice) -> list[str]:
+def _slice_files(s: FileSlice) -> list[str]:
     out = []
     if s.base_file is not None:
         out.append(s.base_file.relative_path)
@@ -226,20 +249,20 @@ def files_to_clean(
     active = [g for g in groups if g.id not in view.replaced]
     if cfg.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
         for g in replaced:
-            out += [f for s in g.slices if not saved(s) for f in _slice_files(view, s)]
+            out += [f for s in g.slices if not saved(s) for f in _slice_files(s)]
         for g in active:
             keep = cfg.file_versions_retained - (1 if g.id in pending_bases else 0)
             candidates = [s for s in g.slices if not needed_by_pending(s)]
             for s in candidates[max(keep, 0) :]:
                 if not saved(s):
-                    out += _slice_files(view, s)
+                    out += _slice_files(s)
         return out
     retained = cfg.commits_retained if cfg.policy is CleaningPolicy.KEEP_LATEST_COMMITS else 0
     if ectr is None or completed_commits <= retained:
         return out
     for g in replaced:
         if view.replaced[g.id] < ectr.time:
-            out += [f for s in g.slices if not saved(s) for f in _slice_files(view, s)]
+            out += [f for s in g.slices if not saved(s) for f in _slice_files(s)]
     for g in active:
         if not g.slices:
             continue
@@ -249,7 +272,7 @@ def files_to_clean(
             if saved(s) or s.base_instant in (last_version, before):
                 continue
             if not needed_by_pending(s) and s.base_instant < ectr.time:
-                out += _slice_files(view, s)
+                out += _slice_files(s)
     return out
 
 
