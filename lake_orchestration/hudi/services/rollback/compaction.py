@@ -10,6 +10,7 @@ A pending rollback of the same compaction (a crash in the middle) is resumed ins
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import (
@@ -106,24 +107,7 @@ def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: boo
             table.storage.delete_file(path, missing_ok=True)
             deleted.setdefault(p, []).append(table.storage.uri(path))
     table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
-    meta = RollbackMetadata(
-        start_rollback_time=str(rb_inflight.time),
-        time_taken_in_millis=int((time.monotonic() - start) * 1000),
-        total_files_deleted=sum(len(v) for v in deleted.values()),
-        commits_rollback=(instant,),
-        partition_metadata={
-            p: RollbackPartitionMetadata(
-                partition_path=p,
-                success_delete_files=tuple(v),
-                failed_delete_files=(),
-                rollback_log_files={},
-                log_files_from_failed_commit={},
-            )
-            for p, v in deleted.items()
-        },
-        version=1,
-        instants_rollback=(InstantInfo(commit_time=instant, action=Action.COMPACTION.value),),
-    )
+    meta = rollback_metadata(str(rb_inflight.time), start, instant, Action.COMPACTION.value, deleted=deleted)
     done = table.transition_to_completed(rb_inflight, meta.to_bytes())
     # Last, revert the compaction to requested (Java's order): a crash before this leaves the compaction inflight,
     # and the next run rolls it back again (its files are gone already), never a rollback left pending.
@@ -132,3 +116,38 @@ def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: boo
     )
     table.refresh()
     return done
+
+
+def rollback_metadata(
+    rollback_time: str,
+    start: float,
+    instant: str,
+    action: str,
+    *,
+    deleted: Mapping[str, Sequence[str]],
+    rollback_logs: Mapping[str, Mapping[str, int]] | None = None,
+    failed_logs: Mapping[str, Mapping[str, int]] | None = None,
+) -> RollbackMetadata:
+    """``HoodieRollbackMetadata`` of rolling back ``instant``: per partition the files deleted, the rollback log
+    files written (path -> size) and the failed commit's log files (path -> size); ``start`` is ``time.monotonic()``
+    at the start of the rollback."""
+    rollback_logs = rollback_logs or {}
+    failed_logs = failed_logs or {}
+    return RollbackMetadata(
+        start_rollback_time=rollback_time,
+        time_taken_in_millis=int((time.monotonic() - start) * 1000),
+        total_files_deleted=sum(len(v) for v in deleted.values()),
+        commits_rollback=(instant,),
+        partition_metadata={
+            p: RollbackPartitionMetadata(
+                partition_path=p,
+                success_delete_files=tuple(deleted.get(p, ())),
+                failed_delete_files=(),
+                rollback_log_files=dict(rollback_logs.get(p, {})),
+                log_files_from_failed_commit=dict(failed_logs.get(p, {})),
+            )
+            for p in sorted(set(deleted) | set(rollback_logs))
+        },
+        version=1,
+        instants_rollback=(InstantInfo(commit_time=instant, action=action),),
+    )

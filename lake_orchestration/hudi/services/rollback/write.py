@@ -23,8 +23,6 @@ from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.model.avro import (
     InstantInfo,
-    RollbackMetadata,
-    RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
 )
@@ -36,7 +34,7 @@ from lake_orchestration.hudi.model.file_group import (
     is_log_file_name,
 )
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction, rollback_metadata
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
@@ -202,24 +200,14 @@ def rollback_write(table: HudiTable, instant: str, *, dry_run: bool = False) -> 
     for state in (State.INFLIGHT, State.REQUESTED):
         table.storage.delete_file(table.instant_path(Instant(target.time, target.action, state)), missing_ok=True)
     table.storage.delete_file(heartbeat_path(table.storage, instant), missing_ok=True)
-    parts = set(deleted) | set(rollback_logs)
-    meta = RollbackMetadata(
-        start_rollback_time=rb_time,
-        time_taken_in_millis=int((time.monotonic() - start) * 1000),
-        total_files_deleted=sum(len(v) for v in deleted.values()),
-        commits_rollback=(instant,),
-        partition_metadata={
-            p: RollbackPartitionMetadata(
-                partition_path=p,
-                success_delete_files=tuple(deleted.get(p, ())),
-                failed_delete_files=(),
-                rollback_log_files=dict(rollback_logs.get(p, {})),
-                log_files_from_failed_commit=dict(failed_logs.get(p, {})),
-            )
-            for p in sorted(parts)
-        },
-        version=1,
-        instants_rollback=(InstantInfo(commit_time=instant, action=target.action.value),),
+    meta = rollback_metadata(
+        rb_time,
+        start,
+        instant,
+        target.action.value,
+        deleted=deleted,
+        rollback_logs=rollback_logs,
+        failed_logs=failed_logs,
     )
     return table.transition_to_completed(inflight, meta.to_bytes())
 
