@@ -9,10 +9,19 @@ writing the same rows to a new parquet file with the same codec (no merge, no Hu
 with the Hudi footer. Floor and compactions run ``--repeat`` times interleaved (each compaction on a fresh copy of
 the table); the best run of each is compared, every run is printed.
 
-Part 2 — ``--groups`` file groups compacted on Spark local[1] and local[2] (fresh copies of the table, each run in a
-fresh process, ``--repeat`` times interleaved, best of each); prints the speedup (target >= 1.8 on 2 cores).
+Part 2 — ``--groups`` file groups of ``--group-rows`` rows (default 1,000,000: base files of ~95 MB, near Hudi's
+default ``hoodie.parquet.max.file.size`` of 120 MB) compacted on Spark local[1] and local[2], each run in a fresh
+process on a fresh copy of the table, ``--repeat`` times interleaved, best of each. Two kinds of run:
+  * fresh Python workers: a warm-up job only starts the workers and imports the code, so each worker's first
+    compaction task also pays the first touch of its memory;
+  * warm Python workers (long-lived executors, a Spark Connect server): the workers first compact another copy of
+    the table, then the timed compaction runs on them.
+Printed: wall seconds, the speedup local[1]/local[2] (target >= 1.8 on 2 cores) and the Python workers' user and
+system CPU seconds (from /proc), which show where a lost speedup went. For reference, the same tasks in a plain
+process pool (no Spark; 1 against 2 fresh processes) give this machine's ceiling for this work.
 
-Usage: python benchmarks/compaction_benchmark.py [--rows 5000000] [--groups 8] [--group-rows 400000] [--repeat 2]
+Usage: python benchmarks/compaction_benchmark.py [--rows 5000000] [--groups 8] [--group-rows 1000000] [--repeat 2]
+       [--skip-single] [--skip-spark] [--skip-pool]
 """
 
 from __future__ import annotations
@@ -49,26 +58,77 @@ def build(path: Path, *, rows: int, groups: int, update_fraction: float, delete_
 
 
 _CHILD = r"""
-import json, os, resource, sys, time
+import glob, json, os, resource, sys, time
 from lake_orchestration.hudi.services.compaction import run_compaction, CompactionConfig
 from lake_orchestration.hudi.table import HudiTable
+
+def worker_cpu():
+    # user and system seconds of the Python workers (processes of pyspark.daemon), by pid
+    out = {}
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            if b"pyspark.daemon" not in open(d + "/cmdline", "rb").read():
+                continue
+            f = open(d + "/stat").read().rsplit(")", 1)[1].split()
+            out[d] = (int(f[11]) / os.sysconf("SC_CLK_TCK"), int(f[12]) / os.sysconf("SC_CLK_TCK"))
+        except OSError:
+            pass
+    return out
+
 spark = None
+cfg = CompactionConfig(compression=sys.argv[3], memory_max_bytes=int(sys.argv[4]))
 if sys.argv[2] != "local":
     from lake_orchestration.engines.spark_session import local_spark_session
     spark = local_spark_session(master=sys.argv[2], conf={"spark.driver.memory": "2g"})
     # start the Python workers (long-lived executors in production) so the timing is the compaction itself
     from lake_orchestration.hudi.services.spark_runner import run_json_tasks
     run_json_tasks(spark, ["warm"] * 4, "lake_orchestration.hudi.services.spark_runner:warm_up")
+    if len(sys.argv) > 5:  # warm workers: compact another copy of the table first
+        run_compaction(HudiTable(sys.argv[5]), config=cfg, spark=spark)
+w0 = worker_cpu()
 c0 = os.times()
 t0 = time.perf_counter()
-cfg = CompactionConfig(compression=sys.argv[3], memory_max_bytes=int(sys.argv[4]))
 (r,) = run_compaction(HudiTable(sys.argv[1]), config=cfg, spark=spark)
 secs = time.perf_counter() - t0
 c1 = os.times()
+w1 = worker_cpu()
+user = sum(u - w0.get(p, (0, 0))[0] for p, (u, _) in w1.items())
+system = sum(s - w0.get(p, (0, 0))[1] for p, (_, s) in w1.items())
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked parent (which held the whole table)
 rss_kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({"seconds": secs, "cpu": c1.user + c1.system - c0.user - c0.system, "rows": r.rows_written,
-                  "log_records": r.log_records, "rss_mb": rss_kb / 1024, "ops": r.operations}))
+                  "log_records": r.log_records, "rss_mb": rss_kb / 1024, "ops": r.operations,
+                  "worker_user": user, "worker_sys": system}))
+"""
+
+_POOL = r"""
+import dataclasses, json, sys, time
+from multiprocessing import get_context
+
+def init():
+    import pyarrow as pa
+    pa.set_cpu_count(1)  # as in a Spark task
+    import lake_orchestration.hudi.services.compaction.executor  # noqa: F401
+
+def run(a):
+    from lake_orchestration.hudi.services.compaction.executor import OperationTask, execute_operation
+    i, payload = a
+    execute_operation(OperationTask(**json.loads(payload)), stage_id=1, attempt_id=i)
+
+if __name__ == "__main__":
+    from lake_orchestration.hudi.model.instant import Action, Instant, State
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, compaction_tasks, load_plan
+    from lake_orchestration.hudi.table import HudiTable
+    t = HudiTable(sys.argv[1])
+    inst = str(t.timeline.pending_compactions().first.time)
+    plan = load_plan(t, inst)
+    t.transition_to_inflight(Instant(inst, Action.COMPACTION, State.REQUESTED))
+    tasks, _ = compaction_tasks(t, inst, CompactionConfig(compression=sys.argv[3]), plan=plan)
+    with get_context("spawn").Pool(int(sys.argv[2]), initializer=init) as pool:
+        pool.map(time.sleep, [0.2] * int(sys.argv[2]), chunksize=1)  # processes started and imports done
+        t0 = time.perf_counter()
+        pool.map(run, [(i, json.dumps(dataclasses.asdict(x))) for i, x in enumerate(tasks)], chunksize=1)
+        print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
 _FLOOR = r"""
@@ -92,8 +152,17 @@ print(json.dumps({"seconds": secs, "cpu": c1.user + c1.system - c0.user - c0.sys
 """
 
 
-def run_child(path: Path, master: str, memory: int = 100 * 1024 * 1024) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), master, CODEC, str(memory)], capture_output=True,
+def run_child(path: Path, master: str, memory: int = 100 * 1024 * 1024, warm: Path | None = None) -> dict:
+    argv = [sys.executable, "-c", _CHILD, str(path), master, CODEC, str(memory)] + ([str(warm)] if warm else [])
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_pool(path: Path, processes: int, root: Path) -> dict:
+    """The same compaction tasks in a plain process pool (spawned, so the script is a file)."""
+    script = root / "pool.py"
+    script.write_text(_POOL)
+    out = subprocess.run([sys.executable, str(script), str(path), str(processes), CODEC], capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -119,10 +188,11 @@ def main() -> None:
     ap.add_argument("--update-fraction", type=float, default=0.10)
     ap.add_argument("--delete-fraction", type=float, default=0.01)
     ap.add_argument("--groups", type=int, default=8)
-    ap.add_argument("--group-rows", type=int, default=400_000)
+    ap.add_argument("--group-rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=2, help="interleaved runs of each measurement (best counts)")
     ap.add_argument("--skip-single", action="store_true")
     ap.add_argument("--skip-spark", action="store_true")
+    ap.add_argument("--skip-pool", action="store_true", help="skip the plain process pool reference")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lake-orch-compaction-bench-"))
     try:
@@ -162,16 +232,33 @@ def main() -> None:
             build(many, rows=args.groups * args.group_rows, groups=args.groups,
                   update_fraction=args.update_fraction, delete_fraction=args.delete_fraction)
             schedule_compaction(HudiTable(str(many)), force=True)
-            spark_runs: dict[str, list[dict]] = {"local[1]": [], "local[2]": []}
+            kinds = ("fresh", "warm")
+            masters = ("local[1]", "local[2]")
+            spark_runs: dict[tuple[str, str], list[dict]] = {(k, m): [] for k in kinds for m in masters}
+            pool_runs: dict[int, list[dict]] = {1: [], 2: []}
             for _ in range(max(1, args.repeat)):
-                for master, got in spark_runs.items():
-                    got.append(run_child(fresh_copy(many, root / "work"), master))
-                    print(f"  {master}: {got[-1]['seconds']:.2f}s")
-            r1 = min(spark_runs["local[1]"], key=lambda x: x["seconds"])
-            r2 = min(spark_runs["local[2]"], key=lambda x: x["seconds"])
-            print(f"{r1['ops']} file groups x {args.group_rows:,} rows on Spark (best of {args.repeat}): "
-                  f"local[1] {r1['seconds']:.2f}s, local[2] {r2['seconds']:.2f}s, "
-                  f"speedup {r1['seconds'] / r2['seconds']:.2f}  (target >= 1.8)")
+                for (kind, master), got in spark_runs.items():
+                    warm = fresh_copy(many, root / "warm") if kind == "warm" else None
+                    got.append(run_child(fresh_copy(many, root / "work"), master, warm=warm))
+                    print(f"  {master}, {kind} workers: {got[-1]['seconds']:.2f}s, workers' CPU "
+                          f"{got[-1]['worker_user']:.1f}s user + {got[-1]['worker_sys']:.1f}s system")
+                if not args.skip_pool:
+                    for n, got in pool_runs.items():
+                        got.append(run_pool(fresh_copy(many, root / "work"), n, root))
+                        print(f"  process pool of {n}: {got[-1]['seconds']:.2f}s")
+            print(f"{args.groups} file groups x {args.group_rows:,} rows on Spark (best of {args.repeat}):")
+            for kind in kinds:
+                r1 = min(spark_runs[(kind, "local[1]")], key=lambda x: x["seconds"])
+                r2 = min(spark_runs[(kind, "local[2]")], key=lambda x: x["seconds"])
+                print(f"  {kind} Python workers: local[1] {r1['seconds']:.2f}s, local[2] {r2['seconds']:.2f}s, "
+                      f"speedup {r1['seconds'] / r2['seconds']:.2f} (target >= 1.8); workers' CPU local[1] "
+                      f"{r1['worker_user']:.1f}s user + {r1['worker_sys']:.1f}s system, local[2] "
+                      f"{r2['worker_user']:.1f}s user + {r2['worker_sys']:.1f}s system")
+            if not args.skip_pool:
+                p1 = min(pool_runs[1], key=lambda x: x["seconds"])
+                p2 = min(pool_runs[2], key=lambda x: x["seconds"])
+                print(f"  plain process pool, fresh processes (no Spark): 1 process {p1['seconds']:.2f}s, "
+                      f"2 processes {p2['seconds']:.2f}s, speedup {p1['seconds'] / p2['seconds']:.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
