@@ -636,17 +636,20 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
 @log_compaction_group.command("run")
 @click.argument("path")
 @click.option("--instant-time", default=None, help="Default: every pending log compaction, oldest first.")
+@click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
 @_errors
-def log_compaction_run(path: str, instant_time: str | None) -> None:
+def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
+    from lake_orchestration.hudi.services.compaction import CompactionConfig
     from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction
 
+    cfg = CompactionConfig.from_options(_parse_options(options))
     t = HudiTable(path)
     targets = [instant_time] if instant_time else [str(i.time) for i in t.timeline.pending_log_compactions()]
     if not targets:
         click.echo("No pending log compaction plan")
     for ts in targets:
-        md = run_log_compaction(t, ts)
+        md = run_log_compaction(t, ts, config=cfg)
         click.echo(f"Committed log compaction {ts}: {len(md.write_stats())} file slice(s)")
 
 

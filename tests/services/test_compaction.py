@@ -335,3 +335,36 @@ def test_compaction_log_side_beyond_memory_budget_spills_and_gives_same_result(t
     for a, b in zip(sorted(spilled.stats, key=key), sorted(in_memory.stats, key=key), strict=True):
         assert (a.numWrites, a.numUpdateWrites, a.numDeletes, a.numInserts, a.totalLogRecords) == (
             b.numWrites, b.numUpdateWrites, b.numDeletes, b.numInserts, b.totalLogRecords)
+
+
+def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
+    """Java v6 writers keep a metadata table this project does not update: schedule and run refuse the table (the
+    plan file and the data files untouched) until ``hoodie.metadata.enable=false``, which deletes it first."""
+    from lake_orchestration.errors import MetadataTableError
+    from tests.services.test_clean import _fake_metadata_table
+
+    path = _generated(tmp_path)
+    before = hudi_rs_snapshot(path)
+    _fake_metadata_table(path)
+    listing = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+    with pytest.raises(MetadataTableError, match=r"compaction does not update.*hoodie\.metadata\.enable=false"):
+        schedule_compaction(HudiTable(str(path)), force=True)
+    assert sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()) == listing
+    with pytest.raises(PlanError, match=r"hoodie\.metadata\.enable='maybe'"):
+        CompactionConfig.from_options({"hoodie.metadata.enable": "maybe"})
+    off = CompactionConfig.from_options({"hoodie.metadata.enable": "false"})
+    instant = schedule_compaction(HudiTable(str(path)), config=off, force=True).instant
+    assert instant is not None
+    t = HudiTable(str(path))
+    assert not t.has_metadata_table() and "hoodie.table.metadata.partitions" not in t.config.raw
+    _fake_metadata_table(path)  # a Java writer with the metadata table enabled ran in between
+    with pytest.raises(MetadataTableError, match="compaction"):
+        run_compaction(HudiTable(str(path)))
+    from lake_orchestration.hudi.services.compaction.log_compaction import schedule_log_compaction
+
+    with pytest.raises(MetadataTableError, match="log compaction"):
+        schedule_log_compaction(HudiTable(str(path)))
+    assert HudiTable(str(path)).timeline.get(str(instant), Action.COMPACTION).state is State.REQUESTED
+    (res,) = run_compaction(HudiTable(str(path)), config=off)
+    assert res.instant == str(instant) and not HudiTable(str(path)).has_metadata_table()
+    _assert_compacted(path, str(instant), before)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
-from lake_orchestration.hudi.model.instant import Action
+from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -49,4 +49,28 @@ def test_log_compaction_cli_schedule_and_run(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "Scheduled log compaction" in r.output, r.output
     r = CliRunner().invoke(cli, ["log-compaction", "run", str(path)])
     assert r.exit_code == 0 and "Committed log compaction" in r.output, r.output
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_log_compaction_cli_refuses_a_metadata_table_until_disabled(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+    from tests.services.test_clean import _fake_metadata_table
+
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    threshold = ["--option", "hoodie.log.compaction.blocks.threshold=2"]
+    sched = schedule_log_compaction(HudiTable(str(path)), config=CompactionConfig(log_compaction_blocks_threshold=2))
+    assert sched.scheduled, sched.reason
+    _fake_metadata_table(path)
+    r = CliRunner().invoke(cli, ["log-compaction", "run", str(path)])
+    assert r.exit_code == 1 and "log compaction does not update" in r.output, r.output
+    pending = HudiTable(str(path)).timeline.get(str(sched.instant), Action.LOG_COMPACTION)
+    assert pending.action is Action.LOG_COMPACTION and pending.state is State.REQUESTED  # nothing executed
+    r = CliRunner().invoke(cli, ["log-compaction", "schedule", str(path), *threshold])
+    assert r.exit_code == 1 and "hoodie.metadata.enable=false" in r.output, r.output
+    r = CliRunner().invoke(cli, ["log-compaction", "run", str(path), "--option", "hoodie.metadata.enable=false"])
+    assert r.exit_code == 0 and f"Committed log compaction {sched.instant}" in r.output, r.output
+    assert not (path / ".hoodie" / "metadata").exists()
     assert_same_rows(hudi_rs_snapshot(path), before)

@@ -111,6 +111,7 @@ def execute_compaction(
     cfg = config or CompactionConfig()
     t0 = time.monotonic()
     table.refresh()
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     pending = table.timeline.get(instant, Action.COMPACTION)
     if pending is None or pending.action is not Action.COMPACTION:
         done = table.timeline.get(instant, Action.COMMIT)

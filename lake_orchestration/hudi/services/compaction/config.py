@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import PlanError
 
 
@@ -54,6 +55,7 @@ _KEYS = {
     "memory_max_bytes": "hoodie.memory.compaction.max.size",
     "compression": "hoodie.parquet.compression.codec",
     "log_compaction_blocks_threshold": "hoodie.log.compaction.blocks.threshold",
+    "metadata_enable": HoodieKey.METADATA_ENABLE.key,
 }
 
 
@@ -85,6 +87,13 @@ class CompactionConfig:
     """``hoodie.parquet.compression.codec``."""
     log_compaction_blocks_threshold: int = 5
     """``hoodie.log.compaction.blocks.threshold``."""
+    metadata_enable: bool = True
+    """``hoodie.metadata.enable``: compaction does not update Hudi's metadata table, so a table that has one is
+    refused unless this is ``false``, which deletes the metadata table first (as a Java client with that setting)."""
+
+    def metadata_options(self) -> dict[str, str]:
+        """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
+        return {HoodieKey.METADATA_ENABLE.key: "true" if self.metadata_enable else "false"}
 
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CompactionConfig:
@@ -103,6 +112,10 @@ class CompactionConfig:
                     kw[attr] = CompactionStrategyName.parse(raw)
                 elif attr == "compression":
                     kw[attr] = raw.lower()
+                elif attr == "metadata_enable":
+                    if str(raw).strip().lower() not in ("true", "false"):
+                        raise ValueError(raw)
+                    kw[attr] = str(raw).strip().lower() == "true"
                 else:
                     kw[attr] = int(raw)
             except ValueError as err:

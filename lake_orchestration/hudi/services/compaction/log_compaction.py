@@ -52,6 +52,7 @@ def schedule_log_compaction(
     """Write ``<ts>.logcompaction.requested`` for slices with enough log blocks (no trigger strategy, as Hudi)."""
     cfg = config or CompactionConfig()
     table.refresh()
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
     instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
     validate_instant(table, instant)
     view = table.fs_view()
@@ -87,6 +88,7 @@ def schedule_log_compaction(
 def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConfig | None = None) -> CommitMetadata:
     """Execute and commit the pending log compaction ``instant``; returns its commit metadata."""
     table.refresh()
+    table.ensure_metadata_table_handled((config or CompactionConfig()).metadata_options(), service="log compaction")
     pending = table.timeline.get(instant, Action.LOG_COMPACTION)
     if pending is None or pending.action is not Action.LOG_COMPACTION:
         raise InstantNotFoundError(table.base_uri, instant, "no pending log compaction plan")

@@ -225,9 +225,11 @@ def schedule_compaction(
     Raises:
         PlanError: not MOR, an inflight write at or before the instant, or a later/equal completed or pending
             compaction.
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
     """
     cfg = config or CompactionConfig()
     table.refresh()
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
     validate_instant(table, instant)
     if not force:
