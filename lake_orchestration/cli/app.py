@@ -593,13 +593,14 @@ def compaction_show(path: str, as_json: bool) -> None:
 @click.argument("path")
 @click.option("--instant-time", required=True, help="The inflight compaction to roll back.")
 @click.option("--dry-run", is_flag=True, help="Only say what would be deleted.")
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.metadata.enable=false (repeatable).")
 @_errors
-def compaction_rollback(path: str, instant_time: str, dry_run: bool) -> None:
+def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
     from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
 
     t = HudiTable(path)
-    r = rollback_inflight_compaction(t, instant_time, dry_run=dry_run)
+    r = rollback_inflight_compaction(t, instant_time, dry_run=dry_run, options=_parse_options(options))
     if dry_run:
         files = [f for fs in files_to_roll_back(t, instant_time).values() for f in fs]
         click.echo(
@@ -675,7 +676,8 @@ def _duration_seconds(text: str) -> float:
     "--option",
     "options",
     multiple=True,
-    help="hoodie.client.heartbeat.interval_in_ms / hoodie.client.heartbeat.tolerable.misses",
+    help="hoodie.client.heartbeat.interval_in_ms / hoodie.client.heartbeat.tolerable.misses / "
+    "hoodie.metadata.enable=false",
 )
 @click.option("--dry-run", is_flag=True, help="Only print the plan.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -698,7 +700,7 @@ def rollback_cmd(
     opts = _parse_options(options)
     t = HudiTable(path)
     if instant_time:
-        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run))]
+        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
     else:
         interval = int(opts.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
         misses = int(opts.get("hoodie.client.heartbeat.tolerable.misses", "2"))
@@ -710,6 +712,7 @@ def rollback_cmd(
                 tolerable_misses=misses,
                 timeout_s=_duration_seconds(timeout) if timeout else None,
                 dry_run=dry_run,
+                options=opts,
             )
         ]
     rows = []

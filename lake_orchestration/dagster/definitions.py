@@ -28,10 +28,12 @@ import dagster as dg
 import pendulum
 
 from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
+from lake_orchestration.dagster.failures import fail_fast_on_permanent_errors
 from lake_orchestration.dagster.maintenance import (
     archive_job,
     clean_job,
     maintenance_schedules,
+    service_options,
     small_archive_files_check,
 )
 from lake_orchestration.dagster.resources import build_spark_resource
@@ -113,9 +115,8 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
             context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
             return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-        r = execute_compaction(
-            table, instant, config=CompactionConfig.from_options(cfg.compaction_options_str), spark=spark
-        )
+        with fail_fast_on_permanent_errors():
+            r = execute_compaction(table, instant, config=_compaction_config(cfg), spark=spark)
         ops = [
             {
                 "partition": s.partitionPath,
@@ -145,7 +146,8 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
 def _schedule_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     @dg.op(name=f"{cfg.name}__schedule_compaction_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def schedule_op(context: dg.OpExecutionContext) -> None:
-        r = schedule_compaction(cfg.open_table(), config=CompactionConfig.from_options(cfg.compaction_options_str))
+        with fail_fast_on_permanent_errors():
+            r = schedule_compaction(cfg.open_table(), config=_compaction_config(cfg))
         context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
         context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
 
@@ -205,25 +207,39 @@ class RollbackConfig(dg.Config):
     """Only log the plan."""
 
 
+def _compaction_config(cfg: HudiTableConfig) -> CompactionConfig:
+    """The compaction options over the table's other service options (one write config, as Hudi has: a
+    ``hoodie.metadata.enable=false`` given under any service applies to all)."""
+    return CompactionConfig.from_options({**service_options(cfg), **cfg.compaction_options_str})
+
+
 def _rollback_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     @dg.op(name=f"{cfg.name}__rollback_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
         from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
 
-        table = cfg.open_table()
-        if config.instant_time:
-            done = [(config.instant_time, rollback_write(table, config.instant_time, dry_run=config.dry_run))]
-        else:
-            done = [
-                (str(s.instant.time), r)
-                for s, r in rollback_stale_writes(
-                    table,
-                    interval_ms=cfg.heartbeat_interval_ms,
-                    tolerable_misses=cfg.heartbeat_tolerable_misses,
-                    timeout_s=cfg.inflight_timeout_seconds,
-                    dry_run=config.dry_run,
-                )
-            ]
+        with fail_fast_on_permanent_errors():
+            table = cfg.open_table()
+            options = service_options(cfg)  # hoodie.metadata.enable=false among them lets a metadata table go
+            if config.instant_time:
+                done = [
+                    (
+                        config.instant_time,
+                        rollback_write(table, config.instant_time, dry_run=config.dry_run, options=options),
+                    )
+                ]
+            else:
+                done = [
+                    (str(s.instant.time), r)
+                    for s, r in rollback_stale_writes(
+                        table,
+                        interval_ms=cfg.heartbeat_interval_ms,
+                        tolerable_misses=cfg.heartbeat_tolerable_misses,
+                        timeout_s=cfg.inflight_timeout_seconds,
+                        dry_run=config.dry_run,
+                        options=options,
+                    )
+                ]
         for inst, r in done:
             context.log.info(f"{cfg.name}: rolled back {inst}: {r}")
         context.add_output_metadata({"rolled_back": [inst for inst, _ in done], "dry_run": config.dry_run})

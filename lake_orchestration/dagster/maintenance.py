@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
+from lake_orchestration.dagster.failures import fail_fast_on_permanent_errors
 
 
 class MaintenanceRunConfig(dg.Config):
@@ -31,7 +32,8 @@ def _dry(config: MaintenanceRunConfig, table_default: bool) -> bool:
 
 
 def service_options(cfg: HudiTableConfig) -> dict[str, str]:
-    """One write config, as Hudi has: archival reads the cleaner's and the compaction trigger's keys too."""
+    """One write config, as Hudi has: archival reads the cleaner's and the compaction trigger's keys too, and a
+    ``hoodie.metadata.enable`` set under any service applies to all. A service lays its own map over this one."""
     return {**cfg.compaction_options_str, **cfg.clean_options_str, **cfg.archive_options_str}
 
 
@@ -50,7 +52,9 @@ def clean_job(cfg: HudiTableConfig) -> dg.JobDefinition:
 
         dry = _dry(config, cfg.clean_dry_run)
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" and not dry else None
-        res = run_clean(cfg.open_table(), service_options(cfg), dry_run=dry, spark=spark)
+        with fail_fast_on_permanent_errors():
+            options = {**service_options(cfg), **cfg.clean_options_str}  # the cleaner's own keys win
+            res = run_clean(cfg.open_table(), options, dry_run=dry, spark=spark)
         what = "would delete" if dry else "deleted"
         context.log.info(
             f"{cfg.name}: clean {list(res.instants) or 'none'} {what} "
@@ -88,9 +92,10 @@ def archive_job(cfg: HudiTableConfig) -> dg.JobDefinition:
 
         dry = _dry(config, cfg.archive_dry_run)
         # the merge is the next op's; here archive only
-        res = run_archive(
-            cfg.open_table(), {**service_options(cfg), "hoodie.archive.merge.enable": "false"}, dry_run=dry
-        )
+        with fail_fast_on_permanent_errors():
+            res = run_archive(
+                cfg.open_table(), {**service_options(cfg), "hoodie.archive.merge.enable": "false"}, dry_run=dry
+            )
         context.log.info(
             f"{cfg.name}: {'would archive' if dry else 'archived'} {len(res.archived_instants)} instant(s)"
             + (f" into {res.archive_file}" if res.archive_file else "")
@@ -118,7 +123,8 @@ def archive_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     def merge_op(context: dg.OpExecutionContext, dry: bool) -> None:
         from lake_orchestration.hudi.services.archive import merge_archive_files
 
-        m = merge_archive_files(cfg.open_table(), service_options(cfg), dry_run=dry)
+        with fail_fast_on_permanent_errors():
+            m = merge_archive_files(cfg.open_table(), service_options(cfg), dry_run=dry)
         context.log.info(
             f"{cfg.name}: merge of small archive files: "
             + (f"{len(m.candidates)} file(s) into {m.merged_file}" if m.merged_file else "nothing to merge")

@@ -157,3 +157,28 @@ def test_small_archive_files_check_fails_until_merged(tmp_path: Path) -> None:
 def _check_results(result: dg.ExecuteInProcessResult, check: dg.AssetCheckKey) -> list[bool]:
     evals = [e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     return [e.passed for e in evals if e.asset_check_key == check]
+
+
+def test_metadata_enable_false_under_any_service_applies_to_compaction(tmp_path: Path) -> None:
+    """One write config, as Hudi has: a table with a metadata table is refused by the schedule-compaction job until
+    ``hoodie.metadata.enable: false`` is set, and it counts wherever it is set (here under ``clean_options``)."""
+    from tests.services.test_clean import _fake_metadata_table
+
+    path = _history(tmp_path, rounds=5)  # the last upsert is not compacted
+    _fake_metadata_table(path)
+    before = hudi_rs_snapshot(path)
+    defs, _ = _defs(path, compaction_options={"hoodie.compact.inline.max.delta.commits": 1})
+    res = defs.resolve_job_def("t__schedule_compaction").execute_in_process(raise_on_error=False)
+    assert not res.success
+    (failure,) = [e for e in res.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "compaction does not update" in str(failure.event_specific_data.error.message)
+    assert HudiTable(str(path)).has_metadata_table()
+    defs, _ = _defs(
+        path,
+        compaction_options={"hoodie.compact.inline.max.delta.commits": 1},
+        clean_options={**CLEAN, "hoodie.metadata.enable": False},
+    )
+    assert defs.resolve_job_def("t__schedule_compaction").execute_in_process().success
+    t = HudiTable(str(path))
+    assert not t.has_metadata_table() and t.timeline.pending_compactions()
+    assert_same_rows(hudi_rs_snapshot(path), before)

@@ -368,3 +368,28 @@ def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_pa
     (res,) = run_compaction(HudiTable(str(path)), config=off)
     assert res.instant == str(instant) and not HudiTable(str(path)).has_metadata_table()
     _assert_compacted(path, str(instant), before)
+
+
+def test_compaction_rollback_refuses_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+    from tests.services.test_clean import _fake_metadata_table
+
+    path = _generated(tmp_path)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    t = HudiTable(str(path))
+    t.transition_to_inflight(Instant(instant, Action.COMPACTION, State.REQUESTED))  # an attempt that died at once
+    _fake_metadata_table(path)
+    run = CliRunner().invoke
+    r = run(cli, ["compaction", "rollback", str(path), "--instant-time", instant])
+    assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
+    assert HudiTable(str(path)).timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT
+    r = run(cli, ["compaction", "rollback", str(path), "--instant-time", instant, "--option",
+                  "hoodie.metadata.enable=false"])
+    assert r.exit_code == 0 and f"Rolled back compaction {instant}" in r.output, r.output
+    t = HudiTable(str(path))
+    assert not t.has_metadata_table()
+    assert t.timeline.get(instant, Action.COMPACTION).state is State.REQUESTED
+    assert_same_rows(hudi_rs_snapshot(path), before)

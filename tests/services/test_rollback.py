@@ -137,8 +137,18 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     (row,) = _json.loads(r.output)
     assert row["instant"] == str(pending.time) and row["dry_run"] and row["files_to_delete"]
     assert list(HudiTable(str(path)).timeline.pending()) == [pending]
+    # a metadata table (left by a Java writer) would keep listing the files a rollback deletes: refused until
+    # hoodie.metadata.enable=false, which deletes it first
+    from tests.services.test_clean import _fake_metadata_table
+
+    _fake_metadata_table(path)
+    listing = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
     r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time)])
+    assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
+    assert sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()) == listing
+    r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time), "--option", "hoodie.metadata.enable=false"])
     assert r.exit_code == 0 and "Rolled back" in r.output, r.output
+    assert not HudiTable(str(path)).has_metadata_table()
     assert_same_rows(hudi_rs_snapshot(path), before)
     r = run(cli, ["rollback", str(path)])
     assert r.exit_code == 1 and "exactly one of" in r.output

@@ -50,22 +50,28 @@ def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
     return _attempt_files(table, plan, instant)
 
 
-def rollback_inflight_compaction(table: HudiTable, instant: str, *, dry_run: bool = False) -> Instant | None:
+def rollback_inflight_compaction(
+    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+) -> Instant | None:
     """Roll back the inflight attempt of compaction ``instant``; returns the completed rollback instant.
 
     Args:
         table: the table.
         instant: the compaction instant whose ``.compaction.inflight`` exists.
         dry_run: only report (returns None, writes and deletes nothing).
+        options: ``hoodie.metadata.enable=false`` lets a table with a metadata table be rolled back (it is deleted
+            first; see :meth:`HudiTable.ensure_metadata_table_handled`).
 
     Raises:
         InvalidInstantStateError: the compaction is not inflight.
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
     """
     table.refresh()
     tl = table.timeline
     comp = tl.get(instant, Action.COMPACTION)
     if comp is None or comp.action is not Action.COMPACTION or comp.state is not State.INFLIGHT:
         raise InvalidInstantStateError(table.base_uri, instant, "is not an inflight compaction; nothing to roll back")
+    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
     req = Instant(comp.time, Action.COMPACTION, State.REQUESTED)
     plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
     files = _attempt_files(table, plan, instant)

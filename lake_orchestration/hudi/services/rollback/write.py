@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lake_orchestration.errors import InvalidInstantStateError
@@ -130,18 +131,24 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
     return reqs
 
 
-def rollback_write(table: HudiTable, instant: str, *, dry_run: bool = False) -> RollbackPlan | Instant:
+def rollback_write(
+    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+) -> RollbackPlan | Instant:
     """Roll back the pending write ``instant`` (a compaction instant is delegated to its own rollback).
 
-    Returns the plan on a dry run, else the completed rollback instant.
+    Returns the plan on a dry run, else the completed rollback instant. ``options``: ``hoodie.metadata.enable=false``
+    lets a table with a metadata table be rolled back (the metadata table is deleted first; see
+    :meth:`HudiTable.ensure_metadata_table_handled`).
 
     Raises:
         InvalidInstantStateError: the instant is completed or not a write on the timeline.
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
     """
     tl = table.refresh().timeline
+    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
     target = tl.get(instant)
     if target is not None and target.action is Action.COMPACTION:
-        done = rollback_inflight_compaction(table, instant, dry_run=dry_run)
+        done = rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
         return (
             done
             if done is not None
@@ -228,9 +235,13 @@ def rollback_stale_writes(
     tolerable_misses: int = 2,
     timeout_s: float | None = None,
     dry_run: bool = False,
+    options: Mapping[str, str] | None = None,
 ) -> list[tuple[StaleWrite, RollbackPlan | Instant]]:
-    """Roll back every stale pending write (see :func:`stale_writes`); fresh heartbeats are left alone."""
+    """Roll back every stale pending write (see :func:`stale_writes`); fresh heartbeats are left alone.
+
+    ``options`` as for :func:`rollback_write` (a table with a metadata table is refused only if it has a stale
+    write to roll back)."""
     return [
-        (s, rollback_write(table, str(s.instant.time), dry_run=dry_run))
+        (s, rollback_write(table, str(s.instant.time), dry_run=dry_run, options=options))
         for s in stale_writes(table, interval_ms=interval_ms, tolerable_misses=tolerable_misses, timeout_s=timeout_s)
     ]

@@ -1,0 +1,40 @@
+"""Errors a retry cannot fix fail a Dagster step at once, instead of being retried by the table's retry policy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import dagster as dg
+
+from lake_orchestration.errors import (
+    InvalidTablePropertiesError,
+    MetadataTableError,
+    PlanError,
+    TableNotFoundError,
+    UnsupportedTableVersionError,
+)
+
+PERMANENT_ERRORS: tuple[type[Exception], ...] = (
+    PlanError,
+    MetadataTableError,
+    TableNotFoundError,
+    InvalidTablePropertiesError,
+    UnsupportedTableVersionError,
+)
+"""Configuration and table-format errors: the same call fails the same way until someone changes the config or the
+table. Storage errors, a commit whose outcome is unknown and timeline races are retried (each service re-checks the
+timeline first)."""
+
+
+@contextmanager
+def fail_fast_on_permanent_errors() -> Iterator[None]:
+    """Re-raise :data:`PERMANENT_ERRORS` as ``dagster.Failure(allow_retries=False)`` with the error's message."""
+    try:
+        yield
+    except PERMANENT_ERRORS as err:
+        raise dg.Failure(
+            description=f"{type(err).__name__}: {err}",
+            metadata={"error": type(err).__name__, "retried": False},
+            allow_retries=False,
+        ) from err
