@@ -21,7 +21,7 @@ system CPU seconds (from /proc), which show where a lost speedup went. For refer
 process pool (no Spark; 1 against 2 fresh processes) give this machine's ceiling for this work.
 
 Usage: python benchmarks/compaction_benchmark.py [--rows 5000000] [--groups 8] [--group-rows 1000000] [--repeat 2]
-       [--skip-single] [--skip-spark] [--skip-pool]
+       [--skip-single] [--skip-spark (also skips the pool)] [--skip-pool]
 """
 
 from __future__ import annotations
@@ -63,11 +63,12 @@ from lake_orchestration.hudi.services.compaction import run_compaction, Compacti
 from lake_orchestration.hudi.table import HudiTable
 
 def worker_cpu():
-    # user and system seconds of the Python workers (processes of pyspark.daemon), by pid
+    # user and system seconds of the Python workers (processes run as `python -m pyspark.daemon`), by pid
     out = {}
     for d in glob.glob("/proc/[0-9]*"):
         try:
-            if b"pyspark.daemon" not in open(d + "/cmdline", "rb").read():
+            argv = open(d + "/cmdline", "rb").read().split(b"\0")
+            if b"-m" not in argv or argv[argv.index(b"-m") + 1 : argv.index(b"-m") + 2] != [b"pyspark.daemon"]:
                 continue
             f = open(d + "/stat").read().rsplit(")", 1)[1].split()
             out[d] = (int(f[11]) / os.sysconf("SC_CLK_TCK"), int(f[12]) / os.sysconf("SC_CLK_TCK"))

@@ -128,6 +128,11 @@ class PlanError(LakeOrchestrationError):
     """A service plan cannot be made or is invalid."""
 
 
+class InvalidOptionError(PlanError):
+    """A service option (a Hudi key) has a value that does not parse or is out of range; the message names the key,
+    the value and what was expected."""
+
+
 class CommitConflictError(LakeOrchestrationError):
     """Another writer changed the table in a conflicting way; re-plan before retrying."""
 

@@ -84,8 +84,8 @@ class HoodieKey(enum.Enum):
     METADATA_ENABLE = (
         "hoodie.metadata.enable",
         "true",
-        "Java writers keep a metadata table; lake_orchestration never updates it, so writes, cleans and compactions "
-        "refuse such a table unless this is false, which deletes it first.",
+        "Java writers keep a metadata table; lake_orchestration never updates it, so writes, cleans, compactions and "
+        "rollbacks refuse such a table unless this is false, which deletes it first.",
     )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")

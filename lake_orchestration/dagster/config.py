@@ -333,8 +333,10 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             )
         from lake_orchestration.hudi.services.compaction import CompactionConfig
 
-        try:
-            CompactionConfig.from_options(self.compaction_options_str)
+        try:  # compaction reads the table's other service options too (one write config)
+            CompactionConfig.from_options(
+                {**self.clean_options_str, **self.archive_options_str, **self.compaction_options_str}
+            )
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self

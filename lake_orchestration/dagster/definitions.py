@@ -109,13 +109,13 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
     )
     def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         instant = context.partition_key
-        table = cfg.open_table()
-        done = table.timeline.get(instant, Action.COMMIT)
-        if done is not None and done.is_completed:
-            context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
-            return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
-        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
         with fail_fast_on_permanent_errors():
+            table = cfg.open_table()
+            done = table.timeline.get(instant, Action.COMMIT)
+            if done is not None and done.is_completed:
+                context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
+                return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
+            spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             r = execute_compaction(table, instant, config=_compaction_config(cfg), spark=spark)
         ops = [
             {

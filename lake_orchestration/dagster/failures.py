@@ -8,23 +8,24 @@ from contextlib import contextmanager
 import dagster as dg
 
 from lake_orchestration.errors import (
-    InvalidTablePropertiesError,
+    InvalidOptionError,
+    JavaNotFoundError,
     MetadataTableError,
-    PlanError,
     TableNotFoundError,
     UnsupportedTableVersionError,
 )
 
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (
-    PlanError,
+    InvalidOptionError,
     MetadataTableError,
     TableNotFoundError,
-    InvalidTablePropertiesError,
     UnsupportedTableVersionError,
+    JavaNotFoundError,
 )
-"""Configuration and table-format errors: the same call fails the same way until someone changes the config or the
-table. Storage errors, a commit whose outcome is unknown and timeline races are retried (each service re-checks the
-timeline first)."""
+"""Configuration errors: the same call fails the same way until someone changes the config or the table. Everything
+else is retried by the table's retry policy: storage errors, a commit whose outcome is unknown, and what another
+writer may resolve (a plan refused because a write is still inflight, a properties checksum changed under a
+concurrent update); each service re-checks the timeline first."""
 
 
 @contextmanager

@@ -182,3 +182,16 @@ def test_metadata_enable_false_under_any_service_applies_to_compaction(tmp_path:
     t = HudiTable(str(path))
     assert not t.has_metadata_table() and t.timeline.pending_compactions()
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_invalid_clean_option_fails_the_step_without_retries(tmp_path: Path) -> None:
+    path = _history(tmp_path, rounds=2)
+    listing = _listing(path)
+    defs, _ = _defs(path, clean_options={"hoodie.cleaner.policy": "SOMETIMES"}, clean_dry_run=False)
+    res = defs.resolve_job_def("t__clean").execute_in_process(raise_on_error=False)
+    assert not res.success
+    assert not [e for e in res.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    (failure,) = [e for e in res.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "InvalidOptionError" in failure.event_specific_data.error.message
+    assert "hoodie.cleaner.policy='SOMETIMES'" in failure.event_specific_data.error.message
+    assert _listing(path) == listing

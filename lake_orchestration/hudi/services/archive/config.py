@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import InvalidOptionError
 from lake_orchestration.hudi.services.clean.config import CleaningPolicy
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, TriggerStrategy
 
@@ -47,7 +47,7 @@ class ArchiveConfig:
         """Parse Hudi keys from ``options``, then ``table_properties`` (``hoodie.properties``), then the defaults.
 
         Raises:
-            PlanError: A value that does not parse, naming the key and the value.
+            InvalidOptionError: A value that does not parse, naming the key and the value.
         """
         merged = {**dict(table_properties or {}), **dict(options or {})}
 
@@ -56,19 +56,19 @@ class ArchiveConfig:
             try:
                 return int(raw)
             except ValueError as err:
-                raise PlanError(f"Invalid archive option {key.key}={raw!r}: expected an integer") from err
+                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected an integer") from err
 
         def boolean(key: HoodieKey) -> bool:
             raw = merged.get(key.key, key.default or "false")
             if raw.strip().lower() not in ("true", "false"):
-                raise PlanError(f"Invalid archive option {key.key}={raw!r}: expected true or false")
+                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected true or false")
             return raw.strip().lower() == "true"
 
         raw_policy = merged.get(HoodieKey.CLEANER_POLICY.key, HoodieKey.CLEANER_POLICY.default or "")
         try:
             policy = CleaningPolicy(raw_policy.strip().upper())
         except ValueError as err:
-            raise PlanError(
+            raise InvalidOptionError(
                 f"Invalid option {HoodieKey.CLEANER_POLICY.key}={raw_policy!r}: expected one of "
                 f"{', '.join(p.value for p in CleaningPolicy)}"
             ) from err
@@ -92,24 +92,26 @@ class ArchiveConfig:
         """The checks of ``HoodieWriteConfig.Builder.validate`` (0.14/0.15) that concern archival.
 
         Raises:
-            PlanError: ``hoodie.keep.max.commits`` <= ``hoodie.keep.min.commits``, or
+            InvalidOptionError: ``hoodie.keep.max.commits`` <= ``hoodie.keep.min.commits``, or
                 ``hoodie.keep.min.commits`` <= ``hoodie.cleaner.commits.retained`` (archiving a commit the cleaner
                 still retains would make incremental reads miss data), or a batch size below 1.
         """
         if self.max_commits <= self.min_commits:
-            raise PlanError(
+            raise InvalidOptionError(
                 f"Increase {HoodieKey.KEEP_MAX_COMMITS.key}={self.max_commits} to be greater than "
                 f"{HoodieKey.KEEP_MIN_COMMITS.key}={self.min_commits}."
             )
         if self.min_commits <= self.cleaner_commits_retained:
-            raise PlanError(
+            raise InvalidOptionError(
                 f"Increase {HoodieKey.KEEP_MIN_COMMITS.key}={self.min_commits} to be greater than "
                 f"{HoodieKey.CLEANER_COMMITS_RETAINED.key}={self.cleaner_commits_retained}. Otherwise, there is "
                 "risk of incremental pull missing data from few instants."
             )
         if self.archival_batch < 1:
-            raise PlanError(f"Invalid {HoodieKey.COMMITS_ARCHIVAL_BATCH.key}={self.archival_batch}: expected >= 1")
+            raise InvalidOptionError(
+                f"Invalid {HoodieKey.COMMITS_ARCHIVAL_BATCH.key}={self.archival_batch}: expected >= 1"
+            )
         if self.merge_files_batch_size < 1:
-            raise PlanError(
+            raise InvalidOptionError(
                 f"Invalid {HoodieKey.ARCHIVE_MERGE_FILES_BATCH_SIZE.key}={self.merge_files_batch_size}: expected >= 1"
             )

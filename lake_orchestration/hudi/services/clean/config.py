@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import InvalidOptionError
 
 
 class CleaningPolicy(str, enum.Enum):
@@ -61,7 +61,8 @@ class CleanConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CleanConfig:
-        """Parse Hudi keys; an invalid value raises :class:`PlanError` naming the key and value."""
+        """Parse Hudi keys; an invalid value raises :class:`InvalidOptionError` (a :class:`PlanError`) naming the key
+        and the value."""
         opts = dict(options or {})
         kw: dict[str, Any] = {}
         for attr, key in _KEYS.items():
@@ -85,14 +86,14 @@ class CleanConfig:
                     "trigger_strategy": " | ".join(p.value for p in CleaningTriggerStrategy),
                     "incremental_mode": "true | false",
                 }.get(attr, "an integer")
-                raise PlanError(f"Invalid clean option {key}={raw!r}: expected {expected}") from err
+                raise InvalidOptionError(f"Invalid clean option {key}={raw!r}: expected {expected}") from err
         kw.update(overrides)
         cfg = cls(**kw)
         for attr in ("commits_retained", "file_versions_retained", "hours_retained", "max_commits", "parallelism"):
             # commits.retained=0 is accepted as in Java (no commit to retain is found: nothing is cleaned)
             low = 0 if attr in ("hours_retained", "commits_retained") else 1
             if getattr(cfg, attr) < low:
-                raise PlanError(
+                raise InvalidOptionError(
                     f"Invalid clean option {_KEYS[attr]}={getattr(cfg, attr)}: expected an integer >= {low}"
                 )
         return cfg

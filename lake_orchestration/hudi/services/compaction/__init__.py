@@ -111,12 +111,12 @@ def execute_compaction(
     cfg = config or CompactionConfig()
     t0 = time.monotonic()
     table.refresh()
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     pending = table.timeline.get(instant, Action.COMPACTION)
     if pending is None or pending.action is not Action.COMPACTION:
         done = table.timeline.get(instant, Action.COMMIT)
         detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
         raise InstantNotFoundError(table.base_uri, instant, detail)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     rolled_back = None
     if pending.state is State.INFLIGHT:
         rb = rollback_inflight_compaction(table, instant)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import InvalidOptionError
 
 
 class TriggerStrategy(str, enum.Enum):
@@ -37,7 +37,7 @@ class CompactionStrategyName(str, enum.Enum):
         for m in cls:
             if m.value.lower() == short.lower() or m.name.lower() == short.lower():
                 return m
-        raise PlanError(
+        raise InvalidOptionError(
             f"Unknown hoodie.compaction.strategy {value!r}: expected one of {', '.join(m.value for m in cls)}"
         )
 
@@ -97,7 +97,8 @@ class CompactionConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CompactionConfig:
-        """Parse Hudi keys; an invalid value raises :class:`PlanError` naming the key and value."""
+        """Parse Hudi keys; an invalid value raises :class:`InvalidOptionError` (a :class:`PlanError`) naming the key
+        and the value."""
         kw: dict[str, Any] = {}
         opts = dict(options or {})
         types = {f.name: f.type for f in fields(cls)}
@@ -119,11 +120,13 @@ class CompactionConfig:
                 else:
                     kw[attr] = int(raw)
             except ValueError as err:
-                raise PlanError(f"Invalid compaction option {key}={raw!r} ({types[attr]} expected)") from err
+                raise InvalidOptionError(f"Invalid compaction option {key}={raw!r} ({types[attr]} expected)") from err
         if "compaction.max_memory" in opts:
             try:
                 kw["memory_max_bytes"] = int(opts["compaction.max_memory"]) * 1024 * 1024
             except ValueError as err:
-                raise PlanError(f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r}") from err
+                raise InvalidOptionError(
+                    f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int expected)"
+                ) from err
         kw.update(overrides)
         return cls(**kw)

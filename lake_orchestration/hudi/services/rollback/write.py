@@ -145,9 +145,8 @@ def rollback_write(
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
     """
     tl = table.refresh().timeline
-    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
     target = tl.get(instant)
-    if target is not None and target.action is Action.COMPACTION:
+    if target is not None and target.action is Action.COMPACTION:  # validates, then checks the metadata table
         done = rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
         return (
             done
@@ -160,6 +159,7 @@ def rollback_write(
         raise InvalidInstantStateError(
             table.base_uri, instant, "is completed: only pending (failed or stale) writes are rolled back here"
         )
+    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
     pending_rb = _pending_rollback_of(table, instant)
     if pending_rb is not None:
         req = Instant(pending_rb.time, Action.ROLLBACK, State.REQUESTED)
