@@ -333,28 +333,19 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             )
         from lake_orchestration.hudi.services.compaction import CompactionConfig
 
-        try:  # compaction reads the table's other service options too (one write config)
-            CompactionConfig.from_options(
-                {**self.clean_options_str, **self.archive_options_str, **self.compaction_options_str}
-            )
+        try:
+            CompactionConfig.from_options(self.service_options("compaction"))
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self
 
-    @property
-    def compaction_options_str(self) -> dict[str, str]:
-        """``compaction_options`` as the strings Hudi reads."""
-        return {k: _option_str(v) for k, v in self.compaction_options.items()}
-
-    @property
-    def clean_options_str(self) -> dict[str, str]:
-        """``clean_options`` as the strings Hudi reads."""
-        return {k: _option_str(v) for k, v in self.clean_options.items()}
-
-    @property
-    def archive_options_str(self) -> dict[str, str]:
-        """``archive_options`` as the strings Hudi reads."""
-        return {k: _option_str(v) for k, v in self.archive_options.items()}
+    def service_options(self, service: Literal["compaction", "clean", "archive"] | None = None) -> dict[str, str]:
+        """The strings Hudi reads, as one write config (as Hudi has): archival reads the cleaner's and the compaction
+        trigger's keys too, and a ``hoodie.metadata.enable`` set under any service applies to all. ``service``'s own
+        map is laid over the others, so its keys win; without it, archive over clean over compaction."""
+        maps = {"compaction": self.compaction_options, "clean": self.clean_options, "archive": self.archive_options}
+        order = [m for name, m in maps.items() if name != service] + ([maps[service]] if service else [])
+        return {k: _option_str(v) for m in order for k, v in m.items()}
 
     def storage_options(self) -> dict[str, Any]:
         """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them)."""

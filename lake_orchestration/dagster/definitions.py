@@ -33,7 +33,6 @@ from lake_orchestration.dagster.maintenance import (
     archive_job,
     clean_job,
     maintenance_schedules,
-    service_options,
     small_archive_files_check,
 )
 from lake_orchestration.dagster.resources import build_spark_resource
@@ -116,7 +115,9 @@ def _compaction_asset(cfg: HudiTableConfig) -> dg.AssetsDefinition:
                 context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
                 return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-            r = execute_compaction(table, instant, config=_compaction_config(cfg), spark=spark)
+            r = execute_compaction(
+                table, instant, config=CompactionConfig.from_options(cfg.service_options("compaction")), spark=spark
+            )
         ops = [
             {
                 "partition": s.partitionPath,
@@ -147,7 +148,9 @@ def _schedule_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     @dg.op(name=f"{cfg.name}__schedule_compaction_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def schedule_op(context: dg.OpExecutionContext) -> None:
         with fail_fast_on_permanent_errors():
-            r = schedule_compaction(cfg.open_table(), config=_compaction_config(cfg))
+            r = schedule_compaction(
+                cfg.open_table(), config=CompactionConfig.from_options(cfg.service_options("compaction"))
+            )
         context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
         context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
 
@@ -207,12 +210,6 @@ class RollbackConfig(dg.Config):
     """Only log the plan."""
 
 
-def _compaction_config(cfg: HudiTableConfig) -> CompactionConfig:
-    """The compaction options over the table's other service options (one write config, as Hudi has: a
-    ``hoodie.metadata.enable=false`` given under any service applies to all)."""
-    return CompactionConfig.from_options({**service_options(cfg), **cfg.compaction_options_str})
-
-
 def _rollback_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     @dg.op(name=f"{cfg.name}__rollback_op", pool=f"hudi_{cfg.name}", retry_policy=cfg.retry_policy())
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
@@ -220,7 +217,7 @@ def _rollback_job(cfg: HudiTableConfig) -> dg.JobDefinition:
 
         with fail_fast_on_permanent_errors():
             table = cfg.open_table()
-            options = service_options(cfg)  # hoodie.metadata.enable=false among them lets a metadata table go
+            options = cfg.service_options()  # hoodie.metadata.enable=false among them lets a metadata table go
             if config.instant_time:
                 done = [
                     (

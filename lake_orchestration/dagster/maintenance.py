@@ -31,12 +31,6 @@ def _dry(config: MaintenanceRunConfig, table_default: bool) -> bool:
     return table_default if config.dry_run is None else config.dry_run
 
 
-def service_options(cfg: HudiTableConfig) -> dict[str, str]:
-    """One write config, as Hudi has: archival reads the cleaner's and the compaction trigger's keys too, and a
-    ``hoodie.metadata.enable`` set under any service applies to all. A service lays its own map over this one."""
-    return {**cfg.compaction_options_str, **cfg.clean_options_str, **cfg.archive_options_str}
-
-
 def clean_job(cfg: HudiTableConfig) -> dg.JobDefinition:
     """``<t>__clean``."""
 
@@ -53,8 +47,7 @@ def clean_job(cfg: HudiTableConfig) -> dg.JobDefinition:
         dry = _dry(config, cfg.clean_dry_run)
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" and not dry else None
         with fail_fast_on_permanent_errors():
-            options = {**service_options(cfg), **cfg.clean_options_str}  # the cleaner's own keys win
-            res = run_clean(cfg.open_table(), options, dry_run=dry, spark=spark)
+            res = run_clean(cfg.open_table(), cfg.service_options("clean"), dry_run=dry, spark=spark)
         what = "would delete" if dry else "deleted"
         context.log.info(
             f"{cfg.name}: clean {list(res.instants) or 'none'} {what} "
@@ -94,7 +87,9 @@ def archive_job(cfg: HudiTableConfig) -> dg.JobDefinition:
         # the merge is the next op's; here archive only
         with fail_fast_on_permanent_errors():
             res = run_archive(
-                cfg.open_table(), {**service_options(cfg), "hoodie.archive.merge.enable": "false"}, dry_run=dry
+                cfg.open_table(),
+                {**cfg.service_options("archive"), "hoodie.archive.merge.enable": "false"},
+                dry_run=dry,
             )
         context.log.info(
             f"{cfg.name}: {'would archive' if dry else 'archived'} {len(res.archived_instants)} instant(s)"
@@ -124,7 +119,7 @@ def archive_job(cfg: HudiTableConfig) -> dg.JobDefinition:
         from lake_orchestration.hudi.services.archive import merge_archive_files
 
         with fail_fast_on_permanent_errors():
-            m = merge_archive_files(cfg.open_table(), service_options(cfg), dry_run=dry)
+            m = merge_archive_files(cfg.open_table(), cfg.service_options("archive"), dry_run=dry)
         context.log.info(
             f"{cfg.name}: merge of small archive files: "
             + (f"{len(m.candidates)} file(s) into {m.merged_file}" if m.merged_file else "nothing to merge")
@@ -167,7 +162,7 @@ def small_archive_files_check(cfg: HudiTableConfig, key: dg.AssetKey) -> dg.Asse
         from lake_orchestration.hudi.table.archived_timeline import archive_dir, list_archive_files
 
         table = cfg.open_table()
-        ac = ArchiveConfig.from_options(service_options(cfg), table_properties=table.config.raw)
+        ac = ArchiveConfig.from_options(cfg.service_options("archive"), table_properties=table.config.raw)
         files = list_archive_files(table.storage, archive_dir(table.storage, table.config.archivelog_folder))
         small = [f for f in files if f.size <= ac.merge_small_file_limit_bytes]
         return dg.AssetCheckResult(
