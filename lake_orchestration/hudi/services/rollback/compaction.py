@@ -50,6 +50,16 @@ def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
     return _attempt_files(table, plan, instant)
 
 
+def pending_rollback_of(table: HudiTable, instant: str) -> tuple[Instant, RollbackPlan] | None:
+    """The pending rollback whose plan targets ``instant`` (one that crashed half-way), with its plan."""
+    for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
+        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
+        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
+            return pending, rp
+    return None
+
+
 def rollback_inflight_compaction(
     table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
 ) -> Instant | None:
@@ -72,19 +82,11 @@ def rollback_inflight_compaction(
     if comp is None or comp.action is not Action.COMPACTION or comp.state is not State.INFLIGHT:
         raise InvalidInstantStateError(table.base_uri, instant, "is not an inflight compaction; nothing to roll back")
     table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
-    req = Instant(comp.time, Action.COMPACTION, State.REQUESTED)
-    plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
-    files = _attempt_files(table, plan, instant)
+    files = files_to_roll_back(table, instant)
     if dry_run:
         return None
-    # resume a rollback of this compaction that crashed half-way
-    rb_req: Instant | None = None
-    for pending in tl.pending().with_actions(Action.ROLLBACK):
-        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
-        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
-        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
-            rb_req = pending
-            break
+    resumed = pending_rollback_of(table, instant)  # a rollback of this compaction that crashed half-way
+    rb_req = resumed[0] if resumed is not None else None
     start = time.monotonic()
     if rb_req is None:
         rb_time = table.new_instant_time()

@@ -35,7 +35,11 @@ from lake_orchestration.hudi.model.file_group import (
     is_log_file_name,
 )
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction, rollback_metadata
+from lake_orchestration.hudi.services.rollback.compaction import (
+    pending_rollback_of,
+    rollback_inflight_compaction,
+    rollback_metadata,
+)
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
@@ -160,10 +164,10 @@ def rollback_write(
             table.base_uri, instant, "is completed: only pending (failed or stale) writes are rolled back here"
         )
     table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
-    pending_rb = _pending_rollback_of(table, instant)
-    if pending_rb is not None:
-        req = Instant(pending_rb.time, Action.ROLLBACK, State.REQUESTED)
-        plan = RollbackPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    resumed = pending_rollback_of(table, instant)  # a rollback of this write that crashed half-way
+    pending_rb = resumed[0] if resumed is not None else None
+    if resumed is not None:
+        plan = resumed[1]
     else:
         plan = RollbackPlan(
             instant_to_rollback=InstantInfo(commit_time=instant, action=target.action.value),
@@ -217,15 +221,6 @@ def rollback_write(
         failed_logs=failed_logs,
     )
     return table.transition_to_completed(inflight, meta.to_bytes())
-
-
-def _pending_rollback_of(table: HudiTable, instant: str) -> Instant | None:
-    for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
-        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
-        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
-        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
-            return pending
-    return None
 
 
 def rollback_stale_writes(
