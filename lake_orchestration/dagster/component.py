@@ -17,7 +17,6 @@ The attributes are those of the code location's config file (``tables:``, ``spar
 builds exactly what ``build_hudi_definitions(tables=..., spark_config=...)`` builds.
 """
 
-from typing import Any
 
 import dagster as dg
 
@@ -40,7 +39,3 @@ class HudiTablesComponent(dg.Component, dg.Resolvable, dg.Model):
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         """The definitions of every table (``context`` is unused: tables are named by absolute base paths)."""
         return build_hudi_definitions(tables=self.tables, spark_config=self.spark_config)
-
-    def to_factory_kwargs(self) -> dict[str, Any]:
-        """The arguments of :func:`build_hudi_definitions` this component stands for."""
-        return {"tables": list(self.tables), "spark_config": dict(self.spark_config)}

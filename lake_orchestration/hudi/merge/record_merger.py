@@ -93,7 +93,6 @@ class DecodedBlock:
 
     table: pa.Table | None = None
     deletes: list[tuple[int, DeleteRecord]] = field(default_factory=list)
-    raw_size: int = 0
 
 
 @dataclass
@@ -130,7 +129,7 @@ def decode_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig, state: De
                 for d in decode_delete_content(b.content):
                     dels.append((state.seq, d))
                     state.seq += 1
-                yield DecodedBlock(None, dels, len(b.content))
+                yield DecodedBlock(None, dels)
                 continue
             else:
                 continue
@@ -139,9 +138,7 @@ def decode_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig, state: De
             state.reasons.append(f"block at byte {b.offset} ({b.block_type.name}, instant {b.instant_time}): {err}")
             continue
         n = t.num_rows
-        yield DecodedBlock(
-            t.append_column(_SEQ, pa.array(np.arange(state.seq, state.seq + n, dtype=np.int64))), [], len(b.content)
-        )
+        yield DecodedBlock(t.append_column(_SEQ, pa.array(np.arange(state.seq, state.seq + n, dtype=np.int64))), [])
         state.seq += n
 
 

@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,6 @@ ARCHIVE_WRITE_TOKEN = "1-0-1"
 """``HoodieLogFormat.UNKNOWN_WRITE_TOKEN``: the rollover token every archive file gets."""
 MERGE_ARCHIVE_PLAN_NAME = "mergeArchivePlan"
 """``HoodieArchivedTimeline.MERGE_ARCHIVE_PLAN_NAME``: the plan of an in-progress merge of small archive files."""
-ARCHIVE_FILE_GRAMMAR = ".commits_.archive.<version>_<token>"
 _ARCHIVE_RE = re.compile(r"^\.commits_\.archive\.(\d+)(?:_(\d+-\d+-\d+))?$")
 _ENTRY_NAME = "HoodieArchivedMetaEntry"
 
@@ -273,7 +272,3 @@ class ArchivedTimeline:
                 return e
         return None
 
-
-def entry_keys(entries: Iterable[ArchivedEntry]) -> list[tuple[str, str, int]]:
-    """Keys of ``entries`` in order (duplicates kept)."""
-    return [e.key for e in entries]

@@ -97,11 +97,3 @@ class CleanConfig:
                     f"Invalid clean option {_KEYS[attr]}={getattr(cfg, attr)}: expected an integer >= {low}"
                 )
         return cfg
-
-    def as_options(self) -> dict[str, str]:
-        """The settings under Hudi's keys (for messages and metadata)."""
-        out: dict[str, str] = {}
-        for attr, key in _KEYS.items():
-            v = getattr(self, attr)
-            out[key] = v.value if isinstance(v, enum.Enum) else (str(v).lower() if isinstance(v, bool) else str(v))
-        return out

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import InvalidInstantStateError, MetadataTableError, PlanError, StorageError
+from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -162,11 +162,7 @@ def execute_clean(table: HudiTable, instant_time: str, *, spark: Any = None, par
         PlanError: the plan names a file outside its partition (nothing deleted).
     """
     table = table.refresh()
-    if table.has_metadata_table():
-        raise MetadataTableError(
-            table.base_uri,
-            "has a metadata table that clean does not update; see run_clean(hoodie.metadata.enable=false)",
-        )
+    table.ensure_metadata_table_handled(None, service="clean")
     cur = table.timeline.get(instant_time, Action.CLEAN)
     if cur is None or cur.action is not Action.CLEAN:
         raise InvalidInstantStateError(table.base_uri, instant_time, "is not a clean instant on the active timeline")
