@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -334,6 +333,8 @@ class _KeyLookup:
     _SEED = 0x5EED
 
     def __init__(self, keys: pa.Array) -> None:
+        import pandas as pd  # here, not at module level: only merges need it, and it costs ~0.2 s to import
+
         self.keys = keys
         self.n = len(keys)
         h = pl.Series(values=keys).hash(seed=self._SEED).to_numpy() if self.n else np.array([], dtype=np.uint64)
