@@ -16,6 +16,7 @@ import click
 import pyarrow.parquet as pq
 
 from lake_orchestration.cli.output import emit_json, table
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import LakeOrchestrationError
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import ReadStats, read_snapshot, table_arrow_schema
@@ -702,8 +703,8 @@ def rollback_cmd(
     if instant_time:
         results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
     else:
-        interval = int(opts.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
-        misses = int(opts.get("hoodie.client.heartbeat.tolerable.misses", "2"))
+        interval = int(opts.get(HoodieKey.HEARTBEAT_INTERVAL_MS.key, HoodieKey.HEARTBEAT_INTERVAL_MS.default))
+        misses = int(opts.get(HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key, HoodieKey.HEARTBEAT_TOLERABLE_MISSES.default))
         results = [
             (str(s.instant.time), s.reason, r)
             for s, r in rollback_stale_writes(

@@ -17,7 +17,6 @@ The attributes are those of the code location's config file (``tables:``, ``spar
 builds exactly what ``build_hudi_definitions(tables=..., spark_config=...)`` builds.
 """
 
-
 import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig, OptionValue

@@ -8,9 +8,7 @@ with the block's own writer schema and resolved by field name.
 
 from __future__ import annotations
 
-import functools
 import io
-import json
 import logging
 import re
 import struct
@@ -23,7 +21,7 @@ import fastavro
 from lake_orchestration.errors import CorruptFileError, SchemaError
 from lake_orchestration.hudi.log.block_content import encode_avro_data_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
-from lake_orchestration.hudi.model.avro import ArchivedMetaEntry, parsed_schema_for, schema_text
+from lake_orchestration.hudi.model.avro import ArchivedMetaEntry, parse_schema_text, parsed_schema_for, schema_text
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.io.storage import Storage
 
@@ -100,14 +98,6 @@ def encode_archive_block(records: Sequence[dict[str, Any]]) -> bytes:
     )
 
 
-@functools.lru_cache(maxsize=16)
-def _writer_schema(text: str) -> Any:
-    try:
-        return fastavro.parse_schema(json.loads(text))
-    except Exception as err:
-        raise SchemaError(f"Cannot parse the SCHEMA header of an archive block: {err}") from err
-
-
 def decode_archive_block_records(content: bytes, schema_json: str, *, path: str) -> list[dict[str, Any]]:
     """Records of one archive Avro data block, decoded with the block's writer schema.
 
@@ -115,7 +105,7 @@ def decode_archive_block_records(content: bytes, schema_json: str, *, path: str)
         CorruptFileError: The content does not decode with its schema.
     """
     try:
-        schema = _writer_schema(schema_json)
+        schema = parse_schema_text(schema_json, "the SCHEMA header of an archive block")
     except SchemaError as err:
         raise CorruptFileError(path, str(err)) from err
     if len(content) < 8:

@@ -1,6 +1,6 @@
 """Hudi's Avro timeline records (table version 6): packaged schemas, container files and typed models."""
 
-from lake_orchestration.hudi.model.avro.container import decode_container, encode_container
+from lake_orchestration.hudi.model.avro.container import decode_container, encode_container, parse_schema_text
 from lake_orchestration.hudi.model.avro.models import (
     ActionInstant,
     ArchivedMetaEntry,
@@ -54,6 +54,7 @@ __all__ = [
     "SliceInfo",
     "decode_container",
     "encode_container",
+    "parse_schema_text",
     "parsed_schema_for",
     "schema_for",
     "schema_text",

@@ -37,11 +37,12 @@ def _bytes(value: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=64)
-def _parse(schema_text: str) -> Any:
+def parse_schema_text(schema_text: str, what: str = "Avro schema for a container file") -> Any:
+    """A writer schema's JSON text, parsed by fastavro (cached); a bad one raises SchemaError naming ``what``."""
     try:
         return fastavro.parse_schema(json.loads(schema_text))
     except Exception as err:
-        raise SchemaError(f"Cannot parse Avro schema for a container file: {err}") from err
+        raise SchemaError(f"Cannot parse {what}: {err}") from err
 
 
 def encode_container(record: dict[str, Any], schema: dict[str, Any]) -> bytes:
@@ -59,7 +60,7 @@ def encode_container(record: dict[str, Any], schema: dict[str, Any]) -> bytes:
         ValueError: The record does not match the schema (from fastavro).
     """
     text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    parsed = _parse(text)
+    parsed = parse_schema_text(text)
     body = io.BytesIO()
     fastavro.schemaless_writer(body, parsed, record)
     data = body.getvalue()

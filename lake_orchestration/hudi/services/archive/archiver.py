@@ -28,6 +28,7 @@ from lake_orchestration.hudi.table.archived_timeline import (
     list_archive_files,
     read_archive_file,
 )
+from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.io.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def delete_markers(table: HudiTable, files: Sequence[Instant]) -> list[str]:
     """Leftover marker dirs ``.hoodie/.temp/<ts>`` of archived instants (``deleteAnyLeftOverMarkers``)."""
     out = []
     for ts in sorted({str(f.time) for f in files}):
-        d = table.storage.join(".hoodie", ".temp", ts)
+        d = table.storage.join(MARKERS_DIR, ts)
         if table.storage.is_dir(d):
             table.storage.delete_dir(d)
             out.append(f".temp/{ts}")
