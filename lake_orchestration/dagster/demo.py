@@ -257,11 +257,7 @@ def run_demo(
         for _ in range(batches):
             ingest_once()
         r = schedule.execute_in_process(instance=instance, run_config=_QUIET)
-        md = next(
-            {k: v.value for k, v in e.event_specific_data.metadata.items()}  # type: ignore[union-attr]
-            for e in r.all_node_events
-            if e.event_type_value == "STEP_OUTPUT" and e.event_specific_data.metadata  # type: ignore[union-attr]
-        )
+        md = _op_md(r, f"{DEMO_TABLE}__schedule_compaction_op")
         echo(f"  schedule {md['instant'] or '-'}: {md['reason']}")
         if md["scheduled"]:
             out.plans.append(md["instant"])
