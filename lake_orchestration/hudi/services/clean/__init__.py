@@ -106,18 +106,20 @@ def schedule_clean(
     *,
     instant_time: str | None = None,
     now: pendulum.DateTime | None = None,
+    dry_run: bool = False,
 ) -> tuple[Instant | None, CleanPlanning | None, str]:
     """Write a ``.clean.requested`` when the trigger fires and the plan deletes something.
 
-    Returns (the requested instant or None, the planning or None, why nothing was scheduled).
+    Returns (the requested instant or None, the planning or None, why nothing was scheduled). A dry run plans
+    and writes nothing (the instant is None).
     """
     cfg = CleanConfig.from_options(options)
-    table.ensure_metadata_table_handled(options, service="clean")
+    table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
     n = commits_since_last_clean(table.refresh())
     if n < cfg.max_commits:
         return None, None, _not_triggered(n, cfg)
     planning = plan_clean(table, cfg, now=now)
-    if not planning.file_count:
+    if not planning.file_count or dry_run:
         return None, planning, planning.reason
     t = instant_time or table.new_instant_time()
     inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
@@ -149,31 +151,29 @@ def run_clean(
     files: dict[str, list[str]] = {}
     instants: list[str] = []
     deleted = failed = 0
+
+    def take(instant: str, planned: Mapping[str, list[str]]) -> None:
+        nonlocal deleted, failed
+        instants.append(instant)
+        for p, names in planned.items():
+            files.setdefault(p, []).extend(names)
+        if not dry_run:
+            md = execute_clean(table, instant, spark=spark, parallelism=cfg.parallelism)
+            deleted += md.total_files_deleted
+            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+
     for pending in pending_cleans(table, dry_run=dry_run):
         plan = read_plan(table, str(pending.time))
-        instants.append(str(pending.time))
-        for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():
-            files.setdefault(p, []).extend((i.file_path or "").rsplit("/", 1)[-1] for i in infos)
-        if not dry_run:
-            md = execute_clean(table, str(pending.time), spark=spark, parallelism=cfg.parallelism)
-            deleted += md.total_files_deleted
-            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
-    if dry_run:
-        n = commits_since_last_clean(table.refresh())
-        planning = plan_clean(table, cfg, now=now) if n >= cfg.max_commits else None
-        reason = planning.reason if planning is not None else _not_triggered(n, cfg)
-        new = "(new)" if planning is not None and planning.file_count else None
-    else:
-        inst, planning, reason = schedule_clean(table, options, now=now)
-        new = str(inst.time) if inst is not None else None
-    if new is not None and planning is not None:
-        for p, v in _names(planning.files).items():
-            files.setdefault(p, []).extend(v)
-        instants.append(new)
-        if not dry_run:
-            md = execute_clean(table, new, spark=spark, parallelism=cfg.parallelism)
-            deleted += md.total_files_deleted
-            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+        take(
+            str(pending.time),
+            {
+                p: [(i.file_path or "").rsplit("/", 1)[-1] for i in infos]
+                for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
+            },
+        )
+    inst, planning, reason = schedule_clean(table, options, now=now, dry_run=dry_run)
+    if planning is not None and planning.file_count:
+        take(str(inst.time) if inst is not None else "(new)", _names(planning.files))
     ectr = planning.earliest_commit_to_retain if planning is not None else None
     return CleanResult(
         instants=tuple(instants),
