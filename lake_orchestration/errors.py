@@ -141,6 +141,35 @@ class CommitStateUnknownError(LakeOrchestrationError):
     """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up."""
 
 
+class TableLockedError(LakeOrchestrationError):
+    """The table lock (``.hoodie/lock``) is held by another process and did not become free within the wait time."""
+
+    def __init__(
+        self,
+        *,
+        table_uri: str,
+        path: str,
+        owner: str,
+        operation: str,
+        since: str,
+        expires: str,
+        waited_ms: int,
+    ) -> None:
+        self.table_uri = table_uri
+        self.path = path
+        self.owner = owner
+        self.operation = operation
+        self.since = since
+        self.expires = expires
+        self.waited_ms = waited_ms
+        what = f" ({operation})" if operation else ""
+        super().__init__(
+            f"Table {table_uri} is locked by {owner}{what} since {since or 'an unknown time'}; lock file {path}; "
+            f"waited {waited_ms / 1000:g} s (hoodie.write.lock.wait_time_ms). The lock {expires}: retry later, or "
+            "remove the lock file only if that process is gone"
+        )
+
+
 class EngineError(LakeOrchestrationError):
     """The execution engine (Spark, local) failed or is unavailable."""
 

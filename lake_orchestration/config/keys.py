@@ -89,6 +89,39 @@ class HoodieKey(enum.Enum):
     )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
+    # -- table lock (HoodieLockConfig, FileSystemBasedLockProvider) -------------------------------------------------
+    LOCK_PROVIDER = (
+        "hoodie.write.lock.provider",
+        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+        "Table lock: FileSystemBasedLockProvider (the lock file, shared with Java writers using that provider) or "
+        "InProcessLockProvider (threads of one process only).",
+    )
+    LOCK_FILESYSTEM_PATH = (
+        "hoodie.write.lock.filesystem.path",
+        None,
+        "Directory of the lock file 'lock'; default <base path>/.hoodie, as in Java.",
+    )
+    LOCK_FILESYSTEM_EXPIRE = (
+        "hoodie.write.lock.filesystem.expire",
+        "0",
+        "Minutes after which a lock file written by Java (no heartbeat) is stale; 0 = never, as in Java.",
+    )
+    LOCK_WAIT_TIME_MS = (
+        "hoodie.write.lock.wait_time_ms",
+        "60000",
+        "How long to wait for a held table lock before failing with TableLockedError.",
+    )
+    LOCK_RETRY_WAIT_TIME_MS = (
+        "hoodie.write.lock.wait_time_ms_between_retry",
+        "1000",
+        "Pause between two attempts to take a held table lock.",
+    )
+    LOCK_HEARTBEAT_INTERVAL_MS = (
+        "hoodie.write.lock.heartbeat_interval_ms",
+        "10000",
+        "How often the holder refreshes the lock file; the lock is stale after this times "
+        "hoodie.client.heartbeat.tolerable.misses without a refresh.",
+    )
     # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------
     KEEP_MIN_COMMITS = (
         "hoodie.keep.min.commits",

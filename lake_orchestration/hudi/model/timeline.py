@@ -18,8 +18,9 @@ from lake_orchestration.hudi.model.instant import (
     is_instant_file_suffix,
 )
 
-# Names in .hoodie/ that are not instants and are expected there.
-_KNOWN_NON_INSTANT = {"hoodie.properties", "hoodie.properties.backup"}
+# Names in .hoodie/ that are not instants and are expected there ("lock": the table lock of
+# FileSystemBasedLockProvider, see hudi/table/lock.py).
+_KNOWN_NON_INSTANT = {"hoodie.properties", "hoodie.properties.backup", "lock"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,536 @@
+"""The table lock: one ``lock`` file, created with create-if-absent, that every service and writer holds for its
+critical section.
+
+Mirrors Hudi's ``FileSystemBasedLockProvider``: the lock is the file ``<base>/.hoodie/lock`` (or
+``<hoodie.write.lock.filesystem.path>/lock``), created without overwrite and deleted on release, so a Java writer
+configured with that provider and this project exclude each other. Its content is what Java writes (the
+``LockInfo`` JSON: ``lockCreateTime``, ``lockThreadName``, ``lockStacksInfo``; Java only reads it back as a string
+for its log) plus who holds it (``lockOwner`` host:pid, ``lockOperation``, ``lockToken``) and how long it stays
+valid without a heartbeat (``lockHeartbeatIntervalMs``, ``lockExpireMs``).
+
+Differences from Java, all on the safe side:
+
+- A heartbeat thread touches the file every ``hoodie.write.lock.heartbeat_interval_ms`` while it is held, so a
+  live lock is never stale, however long the section runs. A lock of ours is stale once its modification time is
+  older than the expiry its holder wrote into it (interval x ``hoodie.client.heartbeat.tolerable.misses``); only
+  then may another process take it over. A lock file without those fields (written by Java) is stale after
+  ``hoodie.write.lock.filesystem.expire`` minutes, as Java decides; with Java's default ``0`` it never expires.
+- A takeover moves the stale file away atomically (rename), checks that what it moved is still the stale lock it
+  judged, then creates its own lock and re-reads it to verify ownership; release deletes the file only if it is
+  still ours (Java deletes unconditionally).
+- Reentrant per thread: a service that runs another one in the same thread (``compaction run --schedule``) takes
+  the lock once; other threads of the same process wait like other processes.
+
+On object stores the create is check-then-put (see :meth:`Storage.create_if_absent`), so two processes can both
+believe they created the lock in the same instant; the re-read after the create catches the common case. Java
+refuses this provider on such stores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import FileAlreadyExistsError, InvalidOptionError, StorageError, TableLockedError
+from lake_orchestration.hudi.table.hudi_table import HOODIE_DIR, HudiTable
+from lake_orchestration.io.storage import Storage
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE_NAME = "lock"
+"""``FileSystemBasedLockProvider.LOCK_FILE_NAME``."""
+FILESYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+IN_PROCESS_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
+_PROVIDERS = {p.rsplit(".", 1)[-1].lower(): p for p in (FILESYSTEM_LOCK_PROVIDER, IN_PROCESS_LOCK_PROVIDER)}
+_JAVA_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # Java's SimpleDateFormat("yyyy-MM-dd HH:mm:ss.SSS"), cut to ms
+_MAX_STACK_FRAMES = 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class LockConfig:
+    """Table-lock settings, under Hudi's ``hoodie.write.lock.*`` key names.
+
+    Defaults: wait up to 60 s (Java's ``hoodie.write.lock.wait_time_ms``), polling every second (Java's
+    ``hoodie.write.lock.wait_time_ms_between_retry``); heartbeat every 10 s, so a lock whose holder died is taken
+    over 20 s after its last heartbeat (2 tolerable misses); Java lock files never expire (Java's default).
+    """
+
+    provider: str = FILESYSTEM_LOCK_PROVIDER
+    """``hoodie.write.lock.provider``: ``FileSystemBasedLockProvider`` (the lock file) or ``InProcessLockProvider``
+    (threads of one process only: for a table only ever changed by that process)."""
+    path: str | None = None
+    """``hoodie.write.lock.filesystem.path``: directory (path or URI) holding the ``lock`` file; default
+    ``<base>/.hoodie`` as in Java. Every process (Java included) must use the same one."""
+    expire_minutes: int = 0
+    """``hoodie.write.lock.filesystem.expire``: minutes after which a lock file without our heartbeat fields (one
+    written by Java) is stale; ``0`` = never (Java's default)."""
+    wait_time_ms: int = 60_000
+    """``hoodie.write.lock.wait_time_ms``: how long to wait for a held lock before :class:`TableLockedError`."""
+    retry_wait_ms: int = 1_000
+    """``hoodie.write.lock.wait_time_ms_between_retry``: pause between two attempts while waiting."""
+    heartbeat_interval_ms: int = 10_000
+    """``hoodie.write.lock.heartbeat_interval_ms``: how often the holder refreshes the lock file's mtime."""
+    tolerable_misses: int = 2
+    """``hoodie.client.heartbeat.tolerable.misses``: missed heartbeats after which the lock is stale."""
+
+    def __post_init__(self) -> None:
+        for name, key in (
+            ("expire_minutes", HoodieKey.LOCK_FILESYSTEM_EXPIRE),
+            ("wait_time_ms", HoodieKey.LOCK_WAIT_TIME_MS),
+            ("retry_wait_ms", HoodieKey.LOCK_RETRY_WAIT_TIME_MS),
+        ):
+            if getattr(self, name) < 0:
+                raise InvalidOptionError(f"Invalid {key.key}={getattr(self, name)!r}: expected an integer >= 0")
+        if self.heartbeat_interval_ms <= 0:
+            raise InvalidOptionError(
+                f"Invalid {HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS.key}={self.heartbeat_interval_ms!r}: "
+                "expected an integer > 0"
+            )
+        if self.tolerable_misses < 1:
+            raise InvalidOptionError(
+                f"Invalid {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key}={self.tolerable_misses!r}: "
+                "expected an integer >= 1"
+            )
+        if self.provider not in _PROVIDERS.values():
+            raise InvalidOptionError(
+                f"Unsupported {HoodieKey.LOCK_PROVIDER.key}={self.provider!r}: expected {FILESYSTEM_LOCK_PROVIDER} "
+                f"or {IN_PROCESS_LOCK_PROVIDER}"
+            )
+
+    @property
+    def expiry_ms(self) -> int:
+        """A lock of ours is stale when its mtime is older than this (heartbeat interval x tolerable misses)."""
+        return self.heartbeat_interval_ms * self.tolerable_misses
+
+    @property
+    def uses_file(self) -> bool:
+        return self.provider == FILESYSTEM_LOCK_PROVIDER
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str] | None) -> LockConfig:
+        """Parse the ``hoodie.write.lock.*`` keys (and ``hoodie.client.heartbeat.tolerable.misses``) of an option
+        map; other keys are ignored.
+
+        Raises:
+            InvalidOptionError: a value does not parse or is out of range (the message names the key and value).
+        """
+        opts = dict(options or {})
+        kw: dict[str, object] = {}
+        ints = {
+            "expire_minutes": HoodieKey.LOCK_FILESYSTEM_EXPIRE,
+            "wait_time_ms": HoodieKey.LOCK_WAIT_TIME_MS,
+            "retry_wait_ms": HoodieKey.LOCK_RETRY_WAIT_TIME_MS,
+            "heartbeat_interval_ms": HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS,
+            "tolerable_misses": HoodieKey.HEARTBEAT_TOLERABLE_MISSES,
+        }
+        for attr, key in ints.items():
+            if key.key in opts:
+                raw = str(opts[key.key]).strip()
+                try:
+                    kw[attr] = int(raw)
+                except ValueError as err:
+                    raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected an integer") from err
+        if raw_provider := str(opts.get(HoodieKey.LOCK_PROVIDER.key, "")).strip():
+            provider = _PROVIDERS.get(raw_provider.rsplit(".", 1)[-1].lower())
+            if provider is None:
+                raise InvalidOptionError(
+                    f"Unsupported {HoodieKey.LOCK_PROVIDER.key}={raw_provider!r}: expected "
+                    f"{FILESYSTEM_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
+                )
+            kw["provider"] = provider
+        if raw_path := str(opts.get(HoodieKey.LOCK_FILESYSTEM_PATH.key, "")).strip():
+            kw["path"] = raw_path
+        return cls(**kw)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LockInfo:
+    """A lock as found in (or written to) the lock file."""
+
+    path: str
+    """User-facing path of the lock file."""
+    owner: str
+    """``host:pid`` of the holder, or Java's ``lockThreadName`` for a lock written by Java."""
+    operation: str
+    """What the holder is doing (``archive``, ``clean commit`` ...); empty for a Java lock."""
+    since: str
+    """``lockCreateTime`` as written (local time ``yyyy-MM-dd HH:mm:ss.SSS``)."""
+    token: str = ""
+    """Unique id of one acquisition; empty for a Java lock."""
+    mtime_ms: int = 0
+    """Last heartbeat (modification time of the file), epoch ms."""
+    expire_ms: int | None = None
+    """Age of the mtime after which the lock is stale; None = never."""
+    foreign: bool = False
+    """True if the file does not carry our fields (written by Java or by hand)."""
+    raw: str = field(default="", repr=False, compare=False)
+    """The file's content."""
+
+    def is_stale(self, now_ms: int) -> bool:
+        return self.expire_ms is not None and now_ms - self.mtime_ms > self.expire_ms
+
+    def expires_text(self) -> str:
+        if self.expire_ms is None:
+            return "never expires (hoodie.write.lock.filesystem.expire=0)"
+        at = datetime.fromtimestamp((self.mtime_ms + self.expire_ms) / 1000).strftime(_JAVA_TIME_FORMAT)[:-3]
+        return f"expires at {at} unless its holder's heartbeat refreshes it"
+
+
+def lock_storage(table: HudiTable, config: LockConfig) -> tuple[Storage, str]:
+    """The storage and the path of the lock file for ``table``."""
+    if config.path:
+        st = Storage(config.path, options=table.storage.options)
+        return st, st.join(LOCK_FILE_NAME)
+    return table.storage, table.storage.join(HOODIE_DIR, LOCK_FILE_NAME)
+
+
+def read_lock(table: HudiTable, config: LockConfig | None = None) -> LockInfo | None:
+    """The lock currently held on ``table`` (None if the lock file does not exist)."""
+    cfg = config or LockConfig()
+    storage, path = lock_storage(table, cfg)
+    return _read(storage, path, cfg)
+
+
+def _read(storage: Storage, path: str, cfg: LockConfig) -> LockInfo | None:
+    mtime = storage.mtime_ms(path)
+    if mtime is None:
+        return None
+    try:
+        raw = storage.read_bytes(path).decode("utf-8", errors="replace")
+    except StorageError:
+        if not storage.exists(path):
+            return None  # released between the stat and the read
+        raise
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        obj = None
+    java_expire = cfg.expire_minutes * 60_000 if cfg.expire_minutes > 0 else None
+    if not isinstance(obj, dict):
+        return LockInfo(
+            path=storage.uri(path),
+            owner="unknown (lock file is not LockInfo JSON)",
+            operation="",
+            since=datetime.fromtimestamp(mtime / 1000).strftime(_JAVA_TIME_FORMAT)[:-3],
+            mtime_ms=mtime,
+            expire_ms=java_expire,
+            foreign=True,
+            raw=raw,
+        )
+    token = str(obj.get("lockToken") or "")
+    expire: int | None = java_expire
+    foreign = True
+    if token:
+        try:
+            expire = int(obj["lockExpireMs"])
+            foreign = False
+        except (KeyError, TypeError, ValueError):
+            expire = cfg.expiry_ms
+            foreign = False
+    owner = str(obj.get("lockOwner") or "") or f"a Java writer (thread {obj.get('lockThreadName', '?')})"
+    return LockInfo(
+        path=storage.uri(path),
+        owner=owner,
+        operation=str(obj.get("lockOperation") or ""),
+        since=str(obj.get("lockCreateTime") or ""),
+        token=token,
+        mtime_ms=mtime,
+        expire_ms=expire,
+        foreign=foreign,
+        raw=raw,
+    )
+
+
+def _content(table: HudiTable, operation: str, token: str, cfg: LockConfig) -> tuple[bytes, str]:
+    since = datetime.now().strftime(_JAVA_TIME_FORMAT)[:-3]
+    stack = [
+        f"{f.filename.rsplit('/', 1)[-1].removesuffix('.py')}.{f.name} ({f.filename.rsplit('/', 1)[-1]}:{f.lineno})"
+        for f in reversed(traceback.extract_stack()[-_MAX_STACK_FRAMES:])
+    ]
+    obj = {
+        "lockCreateTime": since,
+        "lockThreadName": threading.current_thread().name,
+        "lockStacksInfo": stack,
+        "lockOwner": f"{socket.gethostname()}:{os.getpid()}",
+        "lockOperation": operation,
+        "lockTable": table.base_uri,
+        "lockToken": token,
+        "lockHeartbeatIntervalMs": cfg.heartbeat_interval_ms,
+        "lockExpireMs": cfg.expiry_ms,
+    }
+    # Jackson's default pretty printer, as Java's LockInfo.toString() writes it.
+    return json.dumps(obj, indent=2, separators=(",", " : ")).encode("utf-8"), since
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Held:
+    """One lock held by this process (per lock path)."""
+
+    def __init__(self, storage: Storage, path: str, info: LockInfo, content: bytes, cfg: LockConfig) -> None:
+        self.storage = storage
+        self.path = path
+        self.info = info
+        self.content = content
+        self.cfg = cfg
+        self.thread = threading.get_ident()
+        self.pid = os.getpid()
+        self.depth = 1
+        self.lost = False
+        self._stop = threading.Event()
+        self._beat_thread: threading.Thread | None = None
+
+    def start_heartbeat(self) -> None:
+        if not self.cfg.uses_file:
+            return
+        name = f"hudi-table-lock-heartbeat-{self.info.token[:8]}"
+        self._beat_thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._beat_thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.cfg.heartbeat_interval_ms / 1000):
+            try:
+                self.beat()
+            except Exception:  # boundary of a daemon thread: never die silently, keep beating
+                log.exception("Heartbeat of table lock %s failed", self.info.path)
+
+    def beat(self) -> None:
+        """Refresh the lock file's mtime if it is still ours; otherwise record that the lock was lost."""
+        current = _read(self.storage, self.path, self.cfg)
+        if current is None or current.token != self.info.token:
+            if not self.lost:
+                self.lost = True
+                holder = "deleted" if current is None else f"now held by {current.owner} ({current.operation})"
+                log.error(
+                    "Table lock %s of this process (%s) was lost: the file was %s. The section it protects may "
+                    "have overlapped with another process; check the timeline",
+                    self.info.path,
+                    self.info.operation,
+                    holder,
+                )
+            return
+        if self.storage.is_local:
+            os.utime(self.path, None)
+        else:
+            self.storage.write_bytes(self.path, self.content)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._beat_thread is not None:
+            self._beat_thread.join(timeout=10)
+        if not self.cfg.uses_file:
+            return
+        current = _read(self.storage, self.path, self.cfg)
+        if current is not None and current.token == self.info.token:
+            self.storage.delete_file(self.path, missing_ok=True)
+        elif not self.lost:
+            log.error("Table lock %s was no longer held by this process at release; left untouched", self.info.path)
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _try_take_over(storage: Storage, path: str, stale: LockInfo, cfg: LockConfig) -> bool:
+    """Move a stale lock out of the way; True if the lock path is now free of it."""
+    now = _now_ms()
+    log.warning(
+        "Taking over stale table lock %s held by %s (%s) since %s: no heartbeat for %.1f s (expiry %.1f s)",
+        stale.path,
+        stale.owner,
+        stale.operation or "?",
+        stale.since,
+        (now - stale.mtime_ms) / 1000,
+        (stale.expire_ms or 0) / 1000,
+    )
+    if not storage.is_local:
+        again = _read(storage, path, cfg)
+        if again is None:
+            return True
+        if again.raw != stale.raw or not again.is_stale(_now_ms()):
+            return False
+        storage.delete_file(path, missing_ok=True)
+        return True
+    # rename is atomic: of several processes taking over the same stale lock exactly one moves it.
+    moved = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        os.rename(path, moved)
+    except FileNotFoundError:
+        return True
+    try:
+        with open(moved, encoding="utf-8", errors="replace") as f:
+            raw = f.read()
+        mtime_ms = os.stat(moved).st_mtime_ns // 1_000_000
+        if raw != stale.raw or now - mtime_ms <= (stale.expire_ms or 0):
+            # It was refreshed or replaced between our check and the rename: put it back, never take a live lock.
+            try:
+                os.link(moved, path)
+            except FileExistsError:
+                log.error("Could not restore table lock %s after a takeover race; its holder will see it lost", path)
+            return False
+        return True
+    finally:
+        os.unlink(moved)
+
+
+def _attempt(table: HudiTable, storage: Storage, path: str, operation: str, cfg: LockConfig) -> _Held | LockInfo:
+    """One try: the held lock on success, else the lock that blocks us."""
+    token = uuid.uuid4().hex
+    existing = _read(storage, path, cfg)
+    if existing is not None:
+        if not existing.is_stale(_now_ms()) or not _try_take_over(storage, path, existing, cfg):
+            return existing
+    content, _ = _content(table, operation, token, cfg)
+    try:
+        storage.create_if_absent(path, content)
+    except FileAlreadyExistsError:
+        blocker = _read(storage, path, cfg)
+        return blocker if blocker is not None else existing or _placeholder(storage, path)
+    mine = _read(storage, path, cfg)
+    if mine is None or mine.token != token:
+        return mine if mine is not None else _placeholder(storage, path)
+    return _Held(storage, path, mine, content, cfg)
+
+
+def _placeholder(storage: Storage, path: str) -> LockInfo:
+    return LockInfo(path=storage.uri(path), owner="another process", operation="", since="just now")
+
+
+def _in_process(storage: Storage, path: str, other: _Held) -> LockInfo:
+    return LockInfo(
+        path=storage.uri(path),
+        owner=f"another thread of this process ({socket.gethostname()}:{os.getpid()})",
+        operation=other.info.operation,
+        since=other.info.since,
+        mtime_ms=_now_ms(),
+        expire_ms=other.cfg.expiry_ms,
+    )
+
+
+@contextmanager
+def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = None) -> Iterator[LockInfo]:
+    """Hold the table lock for a critical section.
+
+    Waits up to ``config.wait_time_ms`` for another holder, polling every ``config.retry_wait_ms``; takes over a
+    lock only once it is stale (see the module doc). Reentrant within one thread. While held, a heartbeat thread
+    keeps the file's mtime fresh; on exit the file is deleted if it is still ours.
+
+    Args:
+        table: the table to lock.
+        operation: what the section does, for the lock file and error messages (``archive``, ``clean commit``).
+        config: lock settings; default :class:`LockConfig()`.
+
+    Yields:
+        The lock as written to the lock file.
+
+    Raises:
+        TableLockedError: the lock is held by someone else and did not become free within the wait time.
+
+    Example:
+        >>> with table_lock(table, operation="archive"):   # doctest: +SKIP
+        ...     archive(table)
+    """
+    cfg = config or LockConfig()
+    if cfg.uses_file:
+        storage, path = lock_storage(table, cfg)
+    else:
+        storage, path = table.storage, table.storage.join(HOODIE_DIR, LOCK_FILE_NAME)
+    key = storage.uri(path)
+    me = threading.get_ident()
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+        if held is not None and held.pid == os.getpid() and held.thread == me:
+            held.depth += 1
+            reentered = held
+        else:
+            reentered = None
+    if reentered is not None:
+        try:
+            yield reentered.info
+        finally:
+            with _HELD_GUARD:
+                reentered.depth -= 1
+        return
+
+    deadline = time.monotonic() + cfg.wait_time_ms / 1000
+    waited = False
+    while True:
+        with _HELD_GUARD:
+            other = _HELD.get(key)
+            if other is not None and other.pid != os.getpid():
+                _HELD.pop(key)  # inherited through fork: not ours
+                other = None
+        if other is not None:
+            result: _Held | LockInfo = _in_process(storage, path, other)
+        elif cfg.uses_file:
+            # create-if-absent decides between the threads of this process too; register the winner afterwards
+            result = _attempt(table, storage, path, operation, cfg)
+            if isinstance(result, _Held):
+                with _HELD_GUARD:
+                    _HELD[key] = result
+        else:
+            with _HELD_GUARD:
+                taken = _HELD.get(key)
+                if taken is not None:
+                    result = _in_process(storage, path, taken)
+                else:
+                    token = uuid.uuid4().hex
+                    content, since = _content(table, operation, token, cfg)
+                    info = LockInfo(
+                        path=storage.uri(path),
+                        owner=f"{socket.gethostname()}:{os.getpid()}",
+                        operation=operation,
+                        since=since,
+                        token=token,
+                    )
+                    result = _Held(storage, path, info, content, cfg)
+                    _HELD[key] = result
+        if isinstance(result, _Held):
+            break
+        blocker = result
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TableLockedError(
+                table_uri=table.base_uri,
+                path=blocker.path,
+                owner=blocker.owner,
+                operation=blocker.operation,
+                since=blocker.since,
+                expires=blocker.expires_text(),
+                waited_ms=cfg.wait_time_ms,
+            )
+        if not waited:
+            log.info(
+                "Table %s is locked by %s (%s) since %s; waiting up to %g s",
+                table.base_uri,
+                blocker.owner,
+                blocker.operation or "?",
+                blocker.since,
+                cfg.wait_time_ms / 1000,
+            )
+            waited = True
+        pause = cfg.retry_wait_ms / 1000 * random.uniform(0.8, 1.2)  # jitter: waiters do not retry in lockstep
+        time.sleep(max(0.0, min(pause, remaining)))
+
+    held = result
+    held.start_heartbeat()
+    try:
+        yield held.info
+    finally:
+        with _HELD_GUARD:
+            _HELD.pop(key, None)
+        held.release()
