@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lake_orchestration.errors import InvalidInstantStateError
-from lake_orchestration.hudi.log.log_format import iter_blocks
+from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
 from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.model.avro import (
     InstantInfo,
@@ -77,6 +77,25 @@ def stale_writes(
             )
             if age > timeout_s:
                 out.append(StaleWrite(inst, f"no heartbeat and {int(age)} s old (timeout {int(timeout_s)} s)"))
+    out += _interrupted_rollbacks(table)
+    return out
+
+
+def _interrupted_rollbacks(table: HudiTable) -> list[StaleWrite]:
+    """Writes whose rollback crashed after removing their timeline files: only the pending rollback is left, and
+    :func:`rollback_write` completes it."""
+    out = []
+    tl = table.timeline
+    for pending in tl.pending().with_actions(Action.ROLLBACK):
+        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
+        plan = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        itr = plan.instant_to_rollback
+        if itr is None or not itr.commit_time or itr.action not in {a.value for a in _WRITE_ACTIONS}:
+            continue
+        if tl.get(itr.commit_time) is not None:
+            continue  # the write is still there: judged by its heartbeat above
+        target = Instant(InstantTime(itr.commit_time), Action(itr.action), State.INFLIGHT)
+        out.append(StaleWrite(target, f"its rollback {pending.time} was interrupted"))
     return out
 
 
@@ -135,6 +154,26 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
     return reqs
 
 
+def _written_rollback_log(table: HudiTable, req: RollbackRequest, rb_time: str, instant: str) -> LogFile | None:
+    """The log file of ``req``'s file group that a crashed attempt of rollback ``rb_time`` already wrote (one
+    rollback block of ``rb_time`` targeting ``instant``): reused on resume, never written twice."""
+    for f in table.storage.list_dir(table.storage.join(req.partition_path)):
+        if f.is_dir or not is_log_file_name(f.name):
+            continue
+        lf = LogFile.parse(f.name, partition_path=req.partition_path, size=f.size)
+        if lf.file_id != (req.file_id or "") or str(lf.base_instant) != (req.latest_base_instant or ""):
+            continue
+        blocks = list(iter_blocks(table.storage.read_bytes(f.path)))
+        if (
+            len(blocks) == 1
+            and blocks[0].is_rollback
+            and blocks[0].instant_time == rb_time
+            and blocks[0].get(HeaderKey.TARGET_INSTANT_TIME) == instant
+        ):
+            return lf
+    return None
+
+
 def rollback_write(
     table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
 ) -> RollbackPlan | Instant:
@@ -150,6 +189,13 @@ def rollback_write(
     """
     tl = table.refresh().timeline
     target = tl.get(instant)
+    if target is None:
+        # a rollback that crashed after deleting the instant's timeline files, before ``.rollback``: resume it (as
+        # Java's rollbackFailedWrites executes every pending rollback)
+        orphan = pending_rollback_of(table, instant)
+        itr = orphan[1].instant_to_rollback if orphan is not None else None
+        if itr is not None and itr.action in {a.value for a in _WRITE_ACTIONS}:
+            target = Instant(InstantTime(instant), Action(itr.action), State.INFLIGHT)
     if target is not None and target.action is Action.COMPACTION:  # validates, then checks the metadata table
         done = rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
         return (
@@ -196,7 +242,9 @@ def rollback_write(
             table.storage.delete_file(path, missing_ok=True)
             deleted[req.partition_path].append(table.storage.uri(path))
         if req.log_blocks_to_be_deleted and table.config.is_mor:
-            lf = write_log_file(
+            lf = (
+                _written_rollback_log(table, req, rb_time, instant) if resumed is not None else None
+            ) or write_log_file(
                 table.storage,
                 partition_path=req.partition_path,
                 file_id=req.file_id or "",

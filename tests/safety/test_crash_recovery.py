@@ -1,0 +1,308 @@
+"""Crash tests for rollback and savepoint: a process killed before each of its storage mutations, then rerun, leaves
+the table exactly as an uninterrupted run does (hudi-rs snapshot, timeline, data files, rollback metadata).
+
+The crash is injected in a subprocess that runs the real API with the ``Storage`` mutation methods wrapped to
+``os._exit(137)`` right before the Nth call (nothing is flushed, no ``finally`` runs: the same as a SIGKILL at that
+point). Each step of the uninterrupted run is one crash point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.avro import RollbackMetadata, SavepointMetadata
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
+from lake_orchestration.hudi.services.rollback.write import rollback_write
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.conftest import REPO_ROOT
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+
+# Runs ``sys.argv[2]`` (python code using ``path``) with the storage mutations wrapped: before each one a line
+# "OP <method> <path>" is printed; the CRASH_AT-th one (1-based; 0 = never) kills the process instead. CRASH_ON, if
+# set, is a regex: the first mutation whose path matches it kills the process.
+_HOOK = r"""
+import os, re, sys
+from lake_orchestration.io.storage import Storage
+
+_n = [0]
+_at = int(os.environ.get("CRASH_AT", "0"))
+_on = os.environ.get("CRASH_ON")
+
+def _wrap(name):
+    orig = getattr(Storage, name)
+    def hooked(self, path, *args, **kwargs):
+        _n[0] += 1
+        if _n[0] == _at or (_on and re.search(_on, path)):
+            print(f"CRASH {name} {path}", flush=True)
+            os._exit(137)
+        print(f"OP {name} {path}", flush=True)
+        return orig(self, path, *args, **kwargs)
+    setattr(Storage, name, hooked)
+
+for _m in ("create_if_absent", "delete_file", "delete_dir", "write_bytes", "open_output_stream"):
+    _wrap(_m)
+
+path = sys.argv[1]
+exec(sys.argv[2])
+"""
+
+_ROLLBACK = """
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.services.rollback.write import rollback_write
+rollback_write(HudiTable(path), sys.argv[3])
+"""
+
+_SP_CREATE = """
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.services.savepoint import create_savepoint
+create_savepoint(HudiTable(path), sys.argv[3], user="u", comments="c")
+"""
+
+_SP_DELETE = """
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.services.savepoint import delete_savepoint
+assert delete_savepoint(HudiTable(path), sys.argv[3])
+"""
+
+_UPSERT = """
+import pyarrow.parquet as pq
+from lake_orchestration.hudi.write import write_table
+write_table(path, pq.read_table(sys.argv[3]), operation="upsert")
+"""
+
+
+def _run(path: Path, code: str, *args: str, crash_at: int = 0, crash_on: str | None = None) -> tuple[int, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "CRASH_AT": str(crash_at)}
+    if crash_on:
+        env["CRASH_ON"] = crash_on
+    p = subprocess.run(
+        [sys.executable, "-c", _HOOK, str(path), code, *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    ops = [line for line in p.stdout.splitlines() if line.startswith(("OP ", "CRASH "))]
+    if p.returncode not in (0, 137):
+        raise AssertionError(f"subprocess failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p.returncode, ops
+
+
+def _opts(table_type: TableType) -> WriteOptions:
+    return WriteOptions(
+        table_name="t",
+        table_type=table_type,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        max_rows_per_file=100,
+        small_file_limit=0,
+    )
+
+
+def _failed_write(tmp_path: Path, table_type: TableType) -> tuple[Path, str, pa.Table]:
+    """A table with a write killed just before its commit point: the failed instant, and the rows before it."""
+    path = tmp_path / "template"
+    base = generate_trips(400, partitions=3, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=_opts(table_type))
+    write_table(
+        str(path),
+        generate_updates(base, fraction=0.2, seed=2, ts_offset=10**7),
+        operation="upsert",
+        options=_opts(table_type),
+    )
+    before = hudi_rs_snapshot(path)
+    batch = tmp_path / "batch.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.concat_tables(
+            [generate_updates(base, fraction=0.3, seed=3, ts_offset=10**8), generate_trips(150, partitions=3, seed=9)]
+        ),
+        batch,
+    )
+    rc, _ = _run(path, _UPSERT, str(batch), crash_on=r"\.hoodie/\d+\.(delta)?commit$")
+    assert rc == 137
+    (pending,) = list(HudiTable(str(path)).timeline.pending())
+    return path, str(pending.time), before
+
+
+def _state(path: Path, rollback_time: str | None) -> dict[str, object]:
+    """Every file of the table (names with the rollback instant time replaced by R), and the rollback metadata."""
+    files = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and "hoodie.properties" not in p.name:
+            rel = str(p.relative_to(path))
+            files.append(rel.replace(rollback_time, "R") if rollback_time else rel)
+    out: dict[str, object] = {"files": files}
+    if rollback_time:
+
+        def rel(uri: str) -> str:  # the table's own path (with or without a file: scheme) removed
+            return uri.split(str(path) + "/", 1)[-1]
+
+        md = RollbackMetadata.from_bytes((path / ".hoodie" / f"{rollback_time}.rollback").read_bytes(), path=str(path))
+        out["rollback"] = (
+            md.commits_rollback,
+            md.total_files_deleted,
+            {
+                p: (
+                    sorted(map(rel, pm.success_delete_files)),
+                    sorted(map(rel, pm.rollback_log_files)),
+                    sorted(map(rel, pm.log_files_from_failed_commit)),
+                )
+                for p, pm in md.partition_metadata.items()
+            },
+        )
+    return out
+
+
+def _rollback_time(path: Path) -> str:
+    (rb,) = [p.name.split(".")[0] for p in (path / ".hoodie").glob("*.rollback")]
+    return rb
+
+
+@pytest.mark.parametrize("table_type", [TableType.MERGE_ON_READ, TableType.COPY_ON_WRITE], ids=["mor", "cow"])
+def test_rollback_killed_at_every_step_then_rerun_ends_as_uninterrupted(tmp_path: Path, table_type: TableType) -> None:
+    template, failed, before = _failed_write(tmp_path, table_type)
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    rc, ops = _run(ref, _ROLLBACK, failed)
+    assert rc == 0
+    assert_same_rows(hudi_rs_snapshot(ref), before)
+    expected = _state(ref, _rollback_time(ref))
+    # the steps: .rollback.requested, .rollback.inflight, base files deleted, (MOR) rollback log files written,
+    # markers deleted, the failed instant's timeline files and heartbeat deleted, .rollback
+    kinds = [re.sub(r"\d{14,17}", "T", op.split(" ", 1)[1]) for op in ops]
+    assert kinds[0].endswith(".rollback.requested") and kinds[1].endswith(".rollback.inflight")
+    assert kinds[-1].endswith(".rollback")
+    assert any(k.startswith("delete_file") and k.endswith(".parquet") for k in kinds)
+    assert any(".log." in k for k in kinds) == (table_type is TableType.MERGE_ON_READ)
+    assert any(k.startswith("delete_file") and k.endswith(".inflight") and ".rollback" not in k for k in kinds)
+    for n in range(1, len(ops) + 1):
+        run = tmp_path / f"crash{n}"
+        shutil.copytree(template, run)
+        rc, crashed_ops = _run(run, _ROLLBACK, failed, crash_at=n)
+        assert rc == 137 and crashed_ops[-1].startswith("CRASH"), (n, crashed_ops)
+        # interrupted: either the failed write is still pending or the rollback is; the snapshot never has its rows
+        t = HudiTable(str(run))
+        assert list(t.timeline.pending()), f"crash at step {n} ({ops[n - 1]}): nothing pending left to resume"
+        assert_same_rows(hudi_rs_snapshot(run), before)
+        # rerun: the same command
+        done = rollback_write(HudiTable(str(run)), failed)
+        assert isinstance(done, Instant) and done.state is State.COMPLETED
+        assert not list(HudiTable(str(run)).timeline.pending()), f"crash at step {n}: something left pending"
+        assert _state(run, _rollback_time(run)) == expected, f"crash at step {n} ({ops[n - 1]})"
+        assert_same_rows(hudi_rs_snapshot(run), before)
+        if n < len(ops) - 1:
+            shutil.rmtree(run)
+    # a later service reads the recovered table right: compaction (MOR) / an upsert keep hudi-rs equal to our read
+    last = tmp_path / f"crash{len(ops) - 1}"
+    t = HudiTable(str(last))
+    if table_type is TableType.MERGE_ON_READ:
+        assert schedule_compaction(t, force=True).scheduled
+        (res,) = run_compaction(HudiTable(str(last)))
+        assert res.operations
+        assert_same_rows(hudi_rs_snapshot(last), before, ignore=REWRITTEN_BY_SERVICES)
+    upd = generate_updates(generate_trips(400, partitions=3, seed=1), fraction=0.1, seed=11, ts_offset=10**9)
+    write_table(str(last), upd, operation="upsert")
+    assert_same_rows(read_snapshot_table(HudiTable(str(last))), hudi_rs_snapshot(last))
+
+
+def test_rollback_killed_after_failed_instant_removed_is_resumed_by_stale_cli(tmp_path: Path) -> None:
+    """The crash window Java also has (the failed instant's files are gone, ``.rollback`` not written): ``rollback
+    --stale`` (as Java's rollbackFailedWrites) completes the pending rollback instead of leaving it forever."""
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    template, failed, before = _failed_write(tmp_path, TableType.MERGE_ON_READ)
+    rc, _ = _run(template, _ROLLBACK, failed, crash_on=r"\.hoodie/\d+\.rollback$")
+    assert rc == 137
+    t = HudiTable(str(template))
+    assert t.timeline.get(failed) is None
+    (pending,) = list(t.timeline.pending())
+    assert pending.action is Action.ROLLBACK
+    r = CliRunner().invoke(cli, ["rollback", str(template), "--stale", "--json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)
+    assert row["instant"] == failed and row["rollback_instant"] == str(pending.time)
+    t = HudiTable(str(template))
+    assert not list(t.timeline.pending())
+    assert t.timeline.get(str(pending.time), Action.ROLLBACK).state is State.COMPLETED
+    assert_same_rows(hudi_rs_snapshot(template), before)
+    # and once complete, nothing more to do
+    r = CliRunner().invoke(cli, ["rollback", str(template), "--stale", "--json"])
+    assert r.exit_code == 0 and json.loads(r.output) == []
+
+
+def _savepointed_table(tmp_path: Path) -> tuple[Path, str]:
+    path = tmp_path / "template"
+    base = generate_trips(300, partitions=3, seed=1)
+    first = write_table(str(path), base, operation="bulk_insert", options=_opts(TableType.MERGE_ON_READ))
+    write_table(
+        str(path),
+        generate_updates(base, fraction=0.2, seed=2, ts_offset=10**7),
+        operation="upsert",
+        options=_opts(TableType.MERGE_ON_READ),
+    )
+    return path, first.instant
+
+
+def _sp_state(path: Path, instant: str) -> tuple[list[str], dict[str, list[str]] | None]:
+    names = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file() and p.name != "hoodie.properties")
+    sp = path / ".hoodie" / f"{instant}.savepoint"
+    if not sp.exists():
+        return names, None
+    md = SavepointMetadata.from_bytes(sp.read_bytes(), path=str(sp))
+    assert md.savepointed_by == "u" and md.comments == "c"
+    return names, {p: sorted(pm.savepoint_data_file) for p, pm in md.partition_metadata.items()}
+
+
+def test_savepoint_create_and_delete_killed_at_every_step_then_rerun(tmp_path: Path) -> None:
+    from lake_orchestration.hudi.services.clean import run_clean
+    from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
+
+    template, instant = _savepointed_table(tmp_path)
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    rc, create_ops = _run(ref, _SP_CREATE, instant)
+    assert rc == 0 and len(create_ops) == 2  # .savepoint.inflight, .savepoint
+    created = _sp_state(ref, instant)
+    assert created[1] and f"{instant}.savepoint.inflight" in created[0]
+    saved = tmp_path / "saved"
+    shutil.copytree(ref, saved)
+    rc, delete_ops = _run(ref, _SP_DELETE, instant)
+    assert rc == 0 and len(delete_ops) == 2  # .savepoint, then .savepoint.inflight
+    deleted = _sp_state(ref, instant)
+    assert deleted[1] is None and not [n for n in deleted[0] if ".savepoint" in n]
+    for n in range(1, len(create_ops) + 1):
+        run = tmp_path / f"create{n}"
+        shutil.copytree(template, run)
+        assert _run(run, _SP_CREATE, instant, crash_at=n)[0] == 137
+        assert list_savepoints(HudiTable(str(run))) == []  # a half-made savepoint protects nothing, reads as none
+        create_savepoint(HudiTable(str(run)), instant, user="u", comments="c")
+        assert _sp_state(run, instant) == created, f"create crashed at step {n}"
+        # a later clean keeps the savepointed files
+        run_clean(HudiTable(str(run)))
+        assert [s.instant_time for s in list_savepoints(HudiTable(str(run)))] == [instant]
+    for n in range(1, len(delete_ops) + 1):
+        run = tmp_path / f"delete{n}"
+        shutil.copytree(saved, run)
+        assert _run(run, _SP_DELETE, instant, crash_at=n)[0] == 137
+        assert delete_savepoint(HudiTable(str(run)), instant)
+        assert _sp_state(run, instant) == deleted, f"delete crashed at step {n}"
+        assert not delete_savepoint(HudiTable(str(run)), instant)
