@@ -26,7 +26,7 @@ from lake_orchestration.errors import (
 )
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
-from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId
+from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId, is_log_file_name
 from lake_orchestration.hudi.model.fs_view import FileSystemView, ListedFile
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, InstantTimeGenerator, State
 from lake_orchestration.hudi.model.properties import (
@@ -90,11 +90,60 @@ class HudiTable:
             text = raw.decode("latin-1")
         except UnicodeDecodeError as err:  # pragma: no cover - latin-1 decodes any byte
             raise InvalidTablePropertiesError(self.storage.uri(path), str(err)) from err
-        props = parse_properties(text, path=self.storage.uri(path))
-        version = props.get(HoodieKey.TABLE_VERSION.key, HoodieKey.TABLE_VERSION.default or "")
+        uri = self.storage.uri(path)
+        props = parse_properties(text, path=uri)
+        version = props.get(HoodieKey.TABLE_VERSION.key, "").strip()
+        if not version:
+            # Java reads a missing version as 0 (ZERO) and would run every upgrade step on the table: never guess.
+            raise InvalidTablePropertiesError(
+                uri,
+                f"required key {HoodieKey.TABLE_VERSION.key} is missing (Java Hudi would read the table as version 0 "
+                f"and try to upgrade it). If the table really is version 6 (written by Hudi 0.14/0.15), add the line "
+                f"{HoodieKey.TABLE_VERSION.key}=6 to {uri}",
+            )
         if version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedTableVersionError(self.base_uri, version, "6 (Hudi 0.14/0.15)")
-        return TableConfig.from_properties(props, path=self.storage.uri(path))
+        config = TableConfig.from_properties(props, path=uri)
+        if HoodieKey.TABLE_TYPE.key not in props:
+            self._check_undeclared_table_type(uri)
+        return config
+
+    def _check_undeclared_table_type(self, properties_uri: str) -> None:
+        """``hoodie.table.type`` is missing: Java reads the table as COPY_ON_WRITE, which drops every log file's data
+        of a MERGE_ON_READ table (reads ignore them, the next write commits a ``.commit``). Refuse when the timeline or
+        the files show a MERGE_ON_READ table; otherwise read it as COPY_ON_WRITE with a warning.
+
+        Raises:
+            InvalidTablePropertiesError: deltacommits, (log) compactions on the active timeline, or log files.
+        """
+        key = HoodieKey.TABLE_TYPE.key
+        mor_actions = (Action.DELTA_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION)
+        evidence = next(
+            (f"{i.file_name} is on the active timeline" for i in self.timeline.with_actions(*mor_actions)), ""
+        )
+        if not evidence:
+            base = self.storage.base_path.rstrip("/") + "/"
+            for f in self.storage.walk_files(self.storage.base_path):
+                rel = f.path[len(base) :] if f.path.startswith(base) else f.path
+                if any(seg.startswith(".") for seg in rel.split("/")[:-1]):
+                    continue  # .hoodie/ (metadata table, archive), hidden folders
+                if is_log_file_name(f.name):
+                    evidence = f"log file {self.storage.uri(f.path)} exists"
+                    break
+        if evidence:
+            raise InvalidTablePropertiesError(
+                properties_uri,
+                f"required key {key} is missing and {evidence}: this is a MERGE_ON_READ table, and reading or writing "
+                f"it as COPY_ON_WRITE (Java's default) would lose the data of its log files. Add the line "
+                f"{key}=MERGE_ON_READ to {properties_uri}",
+            )
+        log.warning(
+            "%s: %s is missing; no deltacommit nor log file found, so the table is read as COPY_ON_WRITE (Java's "
+            "default). Add the line %s=COPY_ON_WRITE to make it explicit",
+            properties_uri,
+            key,
+            key,
+        )
 
     @classmethod
     def create(
