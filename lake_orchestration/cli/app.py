@@ -899,6 +899,7 @@ def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: boo
             "candidates": list(r.merge.candidates),
             "merged_file": r.merge.merged_file,
             "deleted": list(r.merge.deleted),
+            "skipped": list(r.merge.skipped),
         },
         "min_instants_to_keep": r.min_instants_to_keep,
         "max_instants_to_keep": r.max_instants_to_keep,
@@ -925,6 +926,8 @@ def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: boo
             f"{'Would merge' if r.dry_run else 'Merged'} {len(r.merge.candidates)} small archive file(s) "
             f"into {r.merge.merged_file}"
         )
+    for name in r.merge.skipped:
+        click.echo(f"Not merged: {name} does not read completely (kept as it is; see the warning)", err=True)
 
 
 # -- demo ---------------------------------------------------------------------------------------------------------

@@ -179,6 +179,13 @@ class ArchiveFileContent:
     """The records as typed entries."""
     corrupt_blocks: int
     """Blocks skipped because their framing or content is corrupt (a crashed writer's partial tail)."""
+    trailing_bytes: int = 0
+    """Bytes after the last block that no block covers (fewer than a magic: a tail cut short)."""
+
+    @property
+    def complete(self) -> bool:
+        """True if every byte of the file was read as a well-framed block and the file holds at least one record."""
+        return not self.corrupt_blocks and not self.trailing_bytes and bool(self.records)
 
 
 def read_archive_file(storage: Storage, file: ArchiveFile) -> ArchiveFileContent:
@@ -191,15 +198,21 @@ def read_archive_file(storage: Storage, file: ArchiveFile) -> ArchiveFileContent
     data = storage.read_bytes(file.path)
     records: list[dict[str, Any]] = []
     corrupt = 0
+    covered = 0
     for block in iter_blocks(data):
+        covered = block.offset + block.size
         if block.is_corrupt:
-            log.warning("Corrupt block in archive file %s at byte %d: %s; skipped", where, block.offset,
-                        block.corrupt_reason)
+            log.warning(
+                "Corrupt block in archive file %s at byte %d: %s; skipped", where, block.offset, block.corrupt_reason
+            )
             corrupt += 1
             continue
         if block.block_type is not LogBlockType.AVRO_DATA_BLOCK:
-            raise CorruptFileError(where, f"block at byte {block.offset} is a {block.block_type.name}, "
-                                          "expected an AVRO_DATA_BLOCK of HoodieArchivedMetaEntry records")
+            raise CorruptFileError(
+                where,
+                f"block at byte {block.offset} is a {block.block_type.name}, "
+                "expected an AVRO_DATA_BLOCK of HoodieArchivedMetaEntry records",
+            )
         schema_json = block.get(HeaderKey.SCHEMA)
         if not schema_json:
             raise CorruptFileError(where, f"archive block at byte {block.offset} has no SCHEMA header")
@@ -211,7 +224,13 @@ def read_archive_file(storage: Storage, file: ArchiveFile) -> ArchiveFileContent
         except SchemaError as err:
             raise CorruptFileError(where, str(err)) from err
         entries.append(ArchivedEntry(instant=entry_instant(entry, where=where), entry=entry, file=file.name))
-    return ArchiveFileContent(file=file, records=tuple(records), entries=tuple(entries), corrupt_blocks=corrupt)
+    return ArchiveFileContent(
+        file=file,
+        records=tuple(records),
+        entries=tuple(entries),
+        corrupt_blocks=corrupt,
+        trailing_bytes=len(data) - covered,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,4 +280,3 @@ class ArchivedTimeline:
             if e.instant.time == time and e.instant.action is action and e.instant.state is state:
                 return e
         return None
-

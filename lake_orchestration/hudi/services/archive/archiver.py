@@ -60,26 +60,31 @@ def next_archive_version(storage: Storage, directory: str) -> int:
 
 
 def write_archive_file(
-    storage: Storage, directory: str, records: Sequence[dict[str, Any]], *, batch: int
+    storage: Storage, directory: str, records: Sequence[dict[str, Any]], *, batch: int, version: int | None = None
 ) -> WrittenArchive:
     """Write ``records`` as a new archive file (blocks of ``batch`` records), then read it back and compare.
 
     The file is created with create-if-absent at the next version; if another writer takes that version first,
-    the next one is used (a log writer's roll-over).
+    the next one is used (a log writer's roll-over). With ``version``, exactly that version is written (a merge
+    writes the file its plan names).
 
     Raises:
+        FileAlreadyExistsError: ``version`` was given and that file exists.
         CorruptFileError: The file read back differs from what was written (it is left for inspection; the
             active timeline is untouched).
     """
     blocks = [encode_archive_block(records[i : i + batch]) for i in range(0, len(records), batch)]
     data = b"".join(blocks)
-    version = next_archive_version(storage, directory)
+    exact = version is not None
+    version = version if version is not None else next_archive_version(storage, directory)
     for _ in range(100):
         path = storage.join(storage.relative(directory), archive_file_name(version))
         try:
             storage.create_if_absent(path, data)
             break
         except FileAlreadyExistsError:
+            if exact:
+                raise
             version += 1
     else:  # pragma: no cover - 100 concurrent archivers
         raise FileAlreadyExistsError(storage.uri(storage.join(storage.relative(directory), archive_file_name(version))))
