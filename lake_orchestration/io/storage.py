@@ -12,12 +12,16 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lake_orchestration.errors import FileAlreadyExistsError, StorageError
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
+from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +109,19 @@ class Storage:
             raise StorageError("File not found", path=self.uri(path)) from err
         except OSError as err:
             raise StorageError(f"Cannot open file ({err})", path=self.uri(path)) from err
+
+    def open_parquet(self, path: str) -> pq.ParquetFile:
+        """A parquet file opened for reading (footer read). A file that is not valid parquet (empty, truncated,
+        garbage) raises :class:`CorruptFileError` naming it, never pyarrow's own error."""
+        import pyarrow.parquet as pq
+
+        f = self.open_input_file(path)
+        try:
+            return pq.ParquetFile(f)
+        except (pa.ArrowException, OSError) as err:
+            f.close()
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise CorruptFileError(self.uri(path), f"not a readable Parquet file ({detail})") from err
 
     def size(self, path: str) -> int:
         info = self._info(path)

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter, ScanStats, scan_blocks
@@ -90,7 +89,7 @@ def read_file_slice(
     base_schema = schema
     if file_slice.base_file is not None:
         stats.base_files += 1
-        pf = pq.ParquetFile(storage.open_input_file(storage.join(file_slice.base_file.relative_path)))
+        pf = storage.open_parquet(storage.join(file_slice.base_file.relative_path))
         file_schema = pf.schema_arrow
         base_schema = schema or file_schema
         base_batches = (

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.log.block_content import DeleteRecord, wrapper_for
 from lake_orchestration.hudi.log.writer import avro_data_block, delete_block, write_log_file
@@ -263,7 +262,7 @@ def _merge(
     """Copy-on-write: rewrite the base file with updates applied, deletes removed, inserts added."""
     t0 = time.monotonic()
     old_path = storage.join(ctx.partition_path, str(ctx.base_file_name))
-    old = pq.read_table(storage.open_input_file(old_path))
+    old = storage.open_parquet(old_path).read()
     old = conform(old, schema)
     incoming_keys = data.column(RECORD_KEY).combine_chunks()
     pos = pc.fill_null(pc.index_in(old.column(RECORD_KEY), value_set=incoming_keys), -1).to_numpy(zero_copy_only=False)

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.log.block_content import BlockDecodeError, decode_avro_data, decode_parquet_data
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType
@@ -31,7 +30,7 @@ def base_file_candidates(storage: Storage, fs: FileSlice, incoming: pa.Array) ->
     """Incoming keys the slice's base file may hold (footer pruning), or None to read all keys."""
     if fs.base_file is None:
         return pa.array([], pa.string())
-    meta = pq.read_metadata(storage.open_input_file(storage.join(fs.base_file.relative_path))).metadata or {}
+    meta = storage.open_parquet(storage.join(fs.base_file.relative_path)).metadata.metadata or {}
     lo = meta.get(b"hoodie_min_record_key")
     hi = meta.get(b"hoodie_max_record_key")
     cand = incoming
@@ -61,7 +60,7 @@ def slice_keys(storage: Storage, fs: FileSlice, flt: InstantFilter, *, incoming:
     if fs.base_file is not None:
         cand = base_file_candidates(storage, fs, incoming) if incoming is not None else None
         if cand is None or len(cand):
-            pf = pq.ParquetFile(storage.open_input_file(storage.join(fs.base_file.relative_path)))
+            pf = storage.open_parquet(storage.join(fs.base_file.relative_path))
             col = pf.read(columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks().cast(pa.string())
             parts.append(col if incoming is None else col.filter(pc.is_in(col, value_set=cand)))
     if fs.log_files:

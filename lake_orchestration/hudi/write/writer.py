@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
@@ -468,7 +467,7 @@ def _small_files(
         bf = s.base_file
         if bf is None or bf.size >= options.small_file_limit or (table.config.is_mor and s.log_files):
             continue
-        rows = pq.read_metadata(table.storage.open_input_file(table.storage.join(bf.relative_path))).num_rows
+        rows = table.storage.open_parquet(table.storage.join(bf.relative_path)).metadata.num_rows
         if rows <= 0:
             continue
         avg = max(bf.size / rows, 1.0)

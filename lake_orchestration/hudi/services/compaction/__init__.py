@@ -104,6 +104,19 @@ def compaction_tasks(
     return [OperationTask.for_operation(op, n, **common) for n, op in enumerate(plan.operations or ())], schema
 
 
+def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
+    """Every base file the plan merges opens as Parquet (footer read), so a corrupt one stops the run before
+    anything is written instead of failing one operation after others wrote their files.
+
+    Raises:
+        CorruptFileError: a base file that is empty, truncated or not Parquet, naming it.
+    """
+    for op in plan.operations or ():
+        if op.data_file_path:
+            name = op.data_file_path.rsplit("/", 1)[-1]
+            table.storage.open_parquet(table.storage.join(op.partition_path or "", name)).close()
+
+
 def execute_compaction(
     table: HudiTable, instant: str, *, config: CompactionConfig | None = None, spark: object = None
 ) -> CompactionResult:
@@ -122,6 +135,7 @@ def execute_compaction(
         rb = rollback_inflight_compaction(table, instant)
         rolled_back = str(rb.time) if rb is not None else None
     plan = load_plan(table, instant)
+    check_base_files(table, plan)
     table.transition_to_inflight(Instant(pending.time, Action.COMPACTION, State.REQUESTED))
     tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
     stats = run_operations(tasks, spark=spark)

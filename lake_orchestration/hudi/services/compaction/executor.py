@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
@@ -192,7 +191,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         del tables
         merger = SliceMerger(log_records, mcfg)
         if base is not None:
-            pf = pq.ParquetFile(storage.open_input_file(storage.join(base.relative_path)))
+            pf = storage.open_parquet(storage.join(base.relative_path))
             for batch in pf.iter_batches(batch_size=131_072):
                 out().write(merger.merge_batch(conform(batch, schema)))
         inserts = merger.remaining_inserts(schema)
