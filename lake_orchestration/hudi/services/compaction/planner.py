@@ -78,9 +78,11 @@ def filter_partitions(partitions: list[str], cfg: CompactionConfig, *, today: pe
         )
         return dated[: cfg.daybased_target_partitions]
     if cfg.strategy is CompactionStrategyName.BOUNDED_PARTITION_AWARE:
+        # partitions dated today - N days or later, newest first (Java sorts them with DayBased's comparator)
         day = today or pendulum.today("UTC").date()
         earliest = day.subtract(days=cfg.daybased_target_partitions).format("YYYY/MM/DD")
-        return [p for p in partitions if (_partition_day(p) or "") >= earliest]
+        recent = [p for p in partitions if (_partition_day(p) or "") >= earliest]
+        return sorted(recent, key=lambda p: _partition_day(p) or "", reverse=True)
     return partitions
 
 
@@ -97,13 +99,14 @@ def order_and_filter(ops: list[CompactionOperation], cfg: CompactionConfig) -> l
         kept = [o for o in ops if (o.metrics or {}).get("TOTAL_LOG_FILES", 0) >= cfg.logfile_num_threshold]
         kept.sort(key=lambda o: (o.metrics or {}).get("TOTAL_LOG_FILES", 0), reverse=True)
         return _bounded_io(kept, cfg.target_io_mb)
-    if s is CompactionStrategyName.DAY_BASED:
-        return ops
+    if s in (CompactionStrategyName.DAY_BASED, CompactionStrategyName.BOUNDED_PARTITION_AWARE):
+        return ops  # partition filters only: neither strategy applies the IO budget
     return _bounded_io(ops, cfg.target_io_mb)
 
 
-def _seconds(t: str) -> float:
-    return InstantTime(t).to_datetime().timestamp()
+def _seconds(t: str) -> int:
+    """``parsedToSeconds``: the instant's epoch milliseconds / 1000, truncated to whole seconds (as Java)."""
+    return int(InstantTime(t).to_datetime().timestamp())
 
 
 def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) -> str | None:
