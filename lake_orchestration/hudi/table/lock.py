@@ -426,8 +426,9 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
     """Hold the table lock for a critical section.
 
     Waits up to ``config.wait_time_ms`` for another holder, polling every ``config.retry_wait_ms``; takes over a
-    lock only once it is stale (see the module doc). Reentrant within one thread. While held, a heartbeat thread
-    keeps the file's mtime fresh; on exit the file is deleted if it is still ours.
+    lock only once it is stale (see the module doc). Reentrant within one thread. Once acquired, the table's cached
+    timeline is dropped, so the section sees the timeline as of the lock. While held, a heartbeat thread keeps the
+    file's mtime fresh; on exit the file is deleted if it is still ours.
 
     Args:
         table: the table to lock.
@@ -528,6 +529,7 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
 
     held = result
     held.start_heartbeat()
+    table.refresh()  # what the section reads of the timeline must be current as of the lock
     try:
         yield held.info
     finally:
