@@ -17,6 +17,7 @@ from lake_orchestration.hudi.model.avro import CleanerPlan, SavepointMetadata, S
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.planner import last_clean_metadata
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 SAVEPOINT_METADATA_VERSION = 1
 
@@ -95,24 +96,42 @@ def savepoint_metadata(
 
 
 def create_savepoint(
-    table: HudiTable, instant_time: str, *, user: str | None = None, comments: str = "", dry_run: bool = False
+    table: HudiTable,
+    instant_time: str,
+    *,
+    user: str | None = None,
+    comments: str = "",
+    dry_run: bool = False,
+    lock: LockConfig | None = None,
 ) -> SavepointMetadata:
-    """Savepoint the completed commit ``instant_time``; ``dry_run`` only returns the metadata it would write."""
-    md = savepoint_metadata(table, instant_time, user=user, comments=comments)
+    """Savepoint the completed commit ``instant_time``; ``dry_run`` only returns the metadata it would write.
+
+    Raises:
+        TableLockedError: another process holds the table lock (``lock``) past its wait time.
+    """
     if dry_run:
-        return md
-    inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)  # type: ignore[arg-type]
-    if table.timeline.get(instant_time, Action.SAVEPOINT) is None:
-        table.create_inflight(inflight)
-    table.transition_to_completed(inflight, md.to_bytes())
+        return savepoint_metadata(table, instant_time, user=user, comments=comments)
+    # Under the table lock: a clean or archive of another process must not remove the commit or its files between
+    # the metadata (the files it pins) and the completed savepoint.
+    with table_lock(table, operation=f"savepoint create {instant_time}", config=lock):
+        md = savepoint_metadata(table, instant_time, user=user, comments=comments)
+        inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)  # type: ignore[arg-type]
+        if table.timeline.get(instant_time, Action.SAVEPOINT) is None:
+            table.create_inflight(inflight)
+        table.transition_to_completed(inflight, md.to_bytes())
     return md
 
 
-def delete_savepoint(table: HudiTable, instant_time: str, *, dry_run: bool = False) -> bool:
-    """Delete the savepoint at ``instant_time`` (completed file first, then the inflight one).
+def delete_savepoint(
+    table: HudiTable, instant_time: str, *, dry_run: bool = False, lock: LockConfig | None = None
+) -> bool:
+    """Delete the savepoint at ``instant_time`` (completed file first, then the inflight one), under the table lock.
 
     Returns False when there is no such savepoint (as Hudi, which only warns). A leftover inflight savepoint of an
     interrupted create or delete is removed too.
+
+    Raises:
+        TableLockedError: another process holds the table lock (``lock``) past its wait time.
     """
     table = table.refresh()
     sp = table.timeline.with_actions(Action.SAVEPOINT).get(instant_time)
@@ -120,9 +139,10 @@ def delete_savepoint(table: HudiTable, instant_time: str, *, dry_run: bool = Fal
         return False
     if dry_run:
         return True
-    st = table.storage
-    st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.COMPLETED)), missing_ok=True)
-    st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.INFLIGHT)), missing_ok=True)
+    with table_lock(table, operation=f"savepoint delete {instant_time}", config=lock):
+        st = table.storage
+        st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.COMPLETED)), missing_ok=True)
+        st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.INFLIGHT)), missing_ok=True)
     return True
 
 

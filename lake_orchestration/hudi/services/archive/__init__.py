@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lake_orchestration.hudi.model.instant import Instant, InstantTime
@@ -28,6 +29,7 @@ from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_sm
 from lake_orchestration.hudi.services.archive.planner import ArchivePlan, plan_archive
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import archive_dir
+from lake_orchestration.hudi.table.lock import table_lock
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +97,22 @@ def run_archive(
             ``hoodie.cleaner.commits.retained``).
         CorruptFileError: A timeline or archive file cannot be decoded, or the new archive file does not read back
             as written (then nothing is deleted).
+        TableLockedError: Another process holds the table lock (``hoodie.write.lock.*``) past the wait time.
 
     Example:
         >>> result = run_archive(HudiTable("/data/trips"), {"hoodie.keep.min.commits": "20"})  # doctest: +SKIP
         >>> result.archive_file                                                              # doctest: +SKIP
         '.commits_.archive.1_1-0-1'
     """
-    crash = _crash_at or _no_crash
     config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
     config.validate()
+    # The whole run, merge included, holds the table lock: two archivals at once would archive the same instants
+    # twice, and one's merge recovery would take the other's live merge plan for a crashed one.
+    with nullcontext() if dry_run else table_lock(table, operation="archive", config=config.lock):
+        return _run_archive(table, config, dry_run=dry_run, crash=_crash_at or _no_crash)
+
+
+def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, crash: CrashHook) -> ArchiveResult:
     folder = table.config.archivelog_folder
     directory = archive_dir(table.storage, folder)
 
@@ -157,8 +166,9 @@ def merge_archive_files(
     config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
     config.validate()
     directory = archive_dir(table.storage, table.config.archivelog_folder)
-    recovery = recover_merge(table.storage, directory, dry_run=dry_run)
-    return _merge_step(table, config, directory, recovery, dry_run=dry_run)
+    with nullcontext() if dry_run else table_lock(table, operation="archive merge", config=config.lock):
+        recovery = recover_merge(table.storage, directory, dry_run=dry_run)
+        return _merge_step(table, config, directory, recovery, dry_run=dry_run)
 
 
 def _merge_step(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 import pendulum
 
+from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
 from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
@@ -23,6 +25,9 @@ from lake_orchestration.hudi.services.clean.planner import (
     plan_clean,
 )
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
+from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
+from lake_orchestration.hudi.write.heartbeat import heartbeat_options
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,8 @@ class CleanResult:
     dry_run: bool = False
     reason: str = ""
     """Why no new clean was scheduled (empty when one was)."""
+    temp_files: tuple[str, ...] = ()
+    """Abandoned ``*.<uuid>.tmp`` files of a killed create-if-absent removed (on a dry run: that would be)."""
 
     @property
     def file_count(self) -> int:
@@ -74,6 +81,7 @@ class CleanResult:
             "failed": self.failed,
             "dry_run": self.dry_run,
             "reason": self.reason,
+            "temp_files_removed": list(self.temp_files),
         }
 
 
@@ -114,16 +122,19 @@ def schedule_clean(
     and writes nothing (the instant is None).
     """
     cfg = CleanConfig.from_options(options)
-    table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
-    n = commits_since_last_clean(table.refresh())
-    if n < cfg.max_commits:
-        return None, None, _not_triggered(n, cfg)
-    planning = plan_clean(table, cfg, now=now)
-    if not planning.file_count or dry_run:
-        return None, planning, planning.reason
-    t = instant_time or table.new_instant_time()
-    inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
-    return inst, planning, ""
+    # Planning runs under the table lock (not on a dry run): the plan must be made from a timeline that no writer
+    # or service changes before the plan is on it.
+    with nullcontext() if dry_run else table_lock(table, operation="clean schedule", config=cfg.lock):
+        table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
+        n = commits_since_last_clean(table.refresh())
+        if n < cfg.max_commits:
+            return None, None, _not_triggered(n, cfg)
+        planning = plan_clean(table, cfg, now=now)
+        if not planning.file_count or dry_run:
+            return None, planning, planning.reason
+        t = instant_time or table.new_instant_time()
+        inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
+        return inst, planning, ""
 
 
 def _not_triggered(n: int, cfg: CleanConfig) -> str:
@@ -142,7 +153,9 @@ def run_clean(
     spark: Any = None,
     now: pendulum.DateTime | None = None,
 ) -> CleanResult:
-    """Complete pending cleans, then schedule and execute a new one (Hudi's ``clean()``).
+    """Complete pending cleans, then schedule and execute a new one (Hudi's ``clean()``); last, remove the
+    ``*.<uuid>.tmp`` files a killed create-if-absent left, once older than the heartbeat expiry (reported in
+    :attr:`CleanResult.temp_files`).
 
     ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
     """
@@ -152,13 +165,22 @@ def run_clean(
     instants: list[str] = []
     deleted = failed = 0
 
+    heartbeat = heartbeat_options(options)
+
     def take(instant: str, planned: Mapping[str, list[str]]) -> None:
         nonlocal deleted, failed
+        if not dry_run:
+            try:
+                md = execute_clean(
+                    table, instant, spark=spark, parallelism=cfg.parallelism, lock=cfg.lock, heartbeat=heartbeat
+                )
+            except InstantInProgressError as err:  # another process executes this clean: leave it to it
+                log.warning("Skipping clean %s: %s", instant, err.detail)
+                return
         instants.append(instant)
         for p, names in planned.items():
             files.setdefault(p, []).extend(names)
         if not dry_run:
-            md = execute_clean(table, instant, spark=spark, parallelism=cfg.parallelism)
             deleted += md.total_files_deleted
             failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
 
@@ -174,6 +196,9 @@ def run_clean(
     inst, planning, reason = schedule_clean(table, options, now=now, dry_run=dry_run)
     if planning is not None and planning.file_count:
         take(str(inst.time) if inst is not None else "(new)", _names(planning.files))
+    temp_files = remove_stale_temp_files(
+        table, older_than_ms=temp_file_expiry_ms(options), lock=cfg.lock, dry_run=dry_run
+    )
     ectr = planning.earliest_commit_to_retain if planning is not None else None
     return CleanResult(
         instants=tuple(instants),
@@ -184,4 +209,5 @@ def run_clean(
         failed=failed,
         dry_run=dry_run,
         reason=reason,
+        temp_files=tuple(temp_files),
     )

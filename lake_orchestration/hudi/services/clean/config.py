@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.hudi.table.lock import LockConfig
 
 
 class CleaningPolicy(str, enum.Enum):
@@ -58,6 +59,8 @@ class CleanConfig:
     """``hoodie.clean.max.commits``: completed commits since the last clean needed to schedule one."""
     parallelism: int = 200
     """``hoodie.cleaner.parallelism``: at most this many delete tasks."""
+    lock: LockConfig = field(default_factory=LockConfig)
+    """``hoodie.write.lock.*``: the table lock held while a clean is planned and while it is committed."""
 
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CleanConfig:
@@ -87,6 +90,7 @@ class CleanConfig:
                     "incremental_mode": "true | false",
                 }.get(attr, "an integer")
                 raise InvalidOptionError(f"Invalid clean option {key}={raw!r}: expected {expected}") from err
+        kw["lock"] = LockConfig.from_options(opts)
         kw.update(overrides)
         cfg = cls(**kw)
         for attr in ("commits_retained", "file_versions_retained", "hours_retained", "max_commits", "parallelism"):

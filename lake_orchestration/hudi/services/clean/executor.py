@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
+from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.write.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.io.storage import Storage
 
 CLEAN_METADATA_VERSION = 2
@@ -154,12 +157,28 @@ def clean_metadata(
     )
 
 
-def execute_clean(table: HudiTable, instant_time: str, *, spark: Any = None, parallelism: int = 200) -> CleanMetadata:
+def execute_clean(
+    table: HudiTable,
+    instant_time: str,
+    *,
+    spark: Any = None,
+    parallelism: int = 200,
+    lock: LockConfig | None = None,
+    heartbeat: tuple[int, int] = (60_000, 2),
+) -> CleanMetadata:
     """Execute the pending clean ``instant_time`` and complete it; returns its metadata.
 
+    The deletes run without the table lock; the decision to execute (with the requested -> inflight transition) and
+    the completed-instant write hold it (``lock``). From that decision to the commit the clean keeps a heartbeat
+    ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` = ``(hoodie.client.heartbeat.interval_in_ms,
+    hoodie.client.heartbeat.tolerable.misses)``), so a second run of the same pending clean refuses while it is
+    fresh instead of executing it twice at once.
+
     Raises:
-        InvalidInstantStateError: no pending clean at that time.
+        InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
+        InvalidInstantStateError: no pending clean at that time, or another process completed it meanwhile.
         PlanError: the plan names a file outside its partition (nothing deleted).
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     table = table.refresh()
     table.ensure_metadata_table_handled(None, service="clean")
@@ -173,8 +192,37 @@ def execute_clean(table: HudiTable, instant_time: str, *, spark: Any = None, par
     plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req)))
     files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
     start = time.monotonic()
-    inflight = table.transition_to_inflight(req, raw) if cur.is_requested else cur
-    results = delete_files(table, files, spark=spark, parallelism=parallelism)
-    md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
-    table.transition_to_completed(inflight, md.to_bytes())
+    interval_ms, misses = heartbeat
+    beat = Heartbeat(table.storage, str(cur.time), interval_ms=interval_ms, content=f"{uuid.uuid4().hex}\n".encode())
+    with table_lock(table, operation=f"clean {cur.time}", config=lock):
+        cur = table.refresh().timeline.get(instant_time, Action.CLEAN)
+        if cur is None or cur.is_completed:
+            raise InvalidInstantStateError(table.base_uri, instant_time, "was completed by another process meanwhile")
+        liveness = attempt_liveness(table.storage, str(cur.time), interval_ms=interval_ms, tolerable_misses=misses)
+        if liveness.alive:
+            raise InstantInProgressError(
+                table.base_uri,
+                instant_time,
+                f"clean {instant_time} is being executed by another process: {liveness.describe()}",
+            )
+        beat.start()
+        try:
+            inflight = table.transition_to_inflight(req, raw) if cur.is_requested else cur
+        except BaseException:
+            beat.stop(delete=True)
+            raise
+    try:
+        results = delete_files(table, files, spark=spark, parallelism=parallelism)
+        md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
+        with table_lock(table, operation=f"clean commit {cur.time}", config=lock):
+            if beat.lost or not beat.is_ours():
+                raise InvalidInstantStateError(
+                    table.base_uri,
+                    instant_time,
+                    "its heartbeat is no longer this process's (another run judged it dead and took the clean "
+                    "over); not committed by this process",
+                )
+            table.transition_to_completed(inflight, md.to_bytes())
+    finally:
+        beat.stop(delete=True)  # deletes are idempotent: a retry may start at once
     return md

@@ -17,6 +17,7 @@ from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName, TriggerStrategy
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
 
 MB = 1024 * 1024
 COMPACTION_PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION: file names, not paths
@@ -229,18 +230,22 @@ def schedule_compaction(
         PlanError: not MOR, an inflight write at or before the instant, or a later/equal completed or pending
             compaction.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     cfg = config or CompactionConfig()
-    table.refresh()
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
-    instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
-    validate_instant(table, instant)
-    if not force:
-        reason = trigger_reason(table, instant, cfg)
-        if reason:
-            return ScheduleResult(None, None, reason)
-    plan = generate_plan(table, cfg)
-    if not plan.operations:
-        return ScheduleResult(None, None, "no file slice with log files to compact")
-    table.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED), plan.to_bytes())
-    return ScheduleResult(instant, plan, f"scheduled {len(plan.operations)} operation(s)")
+    # Under the table lock: the instant time, the validations and the plan see a timeline no other service or
+    # writer changes until the plan is on it (Java schedules table services inside a transaction too).
+    with table_lock(table, operation="compaction schedule", config=cfg.lock):
+        table.refresh()
+        table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
+        instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
+        validate_instant(table, instant)
+        if not force:
+            reason = trigger_reason(table, instant, cfg)
+            if reason:
+                return ScheduleResult(None, None, reason)
+        plan = generate_plan(table, cfg)
+        if not plan.operations:
+            return ScheduleResult(None, None, "no file slice with log files to compact")
+        table.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED), plan.to_bytes())
+        return ScheduleResult(instant, plan, f"scheduled {len(plan.operations)} operation(s)")
