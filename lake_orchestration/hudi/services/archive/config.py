@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
 from lake_orchestration.hudi.services.clean.config import CleaningPolicy
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, TriggerStrategy
+from lake_orchestration.hudi.table.lock import LockConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +40,8 @@ class ArchiveConfig:
     """``hoodie.compact.inline.trigger.strategy`` (MOR: deltacommits a future compaction needs stay active)."""
     max_delta_commits: int = 5
     """``hoodie.compact.inline.max.delta.commits``."""
+    lock: LockConfig = field(default_factory=LockConfig)
+    """``hoodie.write.lock.*``: the table lock held for the whole run (archive and merge)."""
 
     @classmethod
     def from_options(
@@ -86,6 +89,7 @@ class ArchiveConfig:
             cleaner_hours_retained=integer(HoodieKey.CLEANER_HOURS_RETAINED),
             compaction_trigger=compaction.trigger_strategy,
             max_delta_commits=compaction.max_delta_commits,
+            lock=LockConfig.from_options(options),
         )
 
     def validate(self) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.hudi.table.lock import LockConfig
 
 
 class TriggerStrategy(str, enum.Enum):
@@ -90,6 +91,8 @@ class CompactionConfig:
     metadata_enable: bool = True
     """``hoodie.metadata.enable``: compaction does not update Hudi's metadata table, so a table that has one is
     refused unless this is ``false``, which deletes the metadata table first (as a Java client with that setting)."""
+    lock: LockConfig = field(default_factory=LockConfig)
+    """``hoodie.write.lock.*``: the table lock held while a plan is scheduled and while it is committed."""
 
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
@@ -128,5 +131,6 @@ class CompactionConfig:
                 raise InvalidOptionError(
                     f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int expected)"
                 ) from err
+        kw["lock"] = LockConfig.from_options(opts)
         kw.update(overrides)
         return cls(**kw)
