@@ -44,6 +44,7 @@ from lake_orchestration.hudi.model.schema import (
     with_meta_fields,
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import (
     MARKERS_DIR,
     FileGroupWriteContext,
@@ -96,6 +97,8 @@ class WriteOptions:
     """``hoodie.parquet.compression.codec``."""
     heartbeat_interval_ms: int = 60_000
     """``hoodie.client.heartbeat.interval_in_ms``."""
+    lock: LockConfig = field(default_factory=LockConfig)
+    """``hoodie.write.lock.*``: the table lock held while the instant is created and while it is committed."""
     options: Mapping[str, str] = field(default_factory=dict)
     """Raw ``hoodie.*`` options: ``hoodie.table.*`` ones become table properties at creation. To take write
     settings (small file limit, codec ...) from Hudi keys, build the options with :meth:`from_hudi_options`."""
@@ -141,6 +144,7 @@ class WriteOptions:
             kw["compression"] = v.lower()
         if v := get(HoodieKey.HEARTBEAT_INTERVAL_MS.key):
             kw["heartbeat_interval_ms"] = _int(v, HoodieKey.HEARTBEAT_INTERVAL_MS.key)
+        kw["lock"] = LockConfig.from_options(o)
         kw.update(overrides)
         return cls(**kw)
 
@@ -293,21 +297,33 @@ def write_table(
     user_avro = _writer_schema(table, data, op)
     full_avro = with_meta_fields(user_avro) if cfg.populate_meta_fields else user_avro
 
+    def locate(keyed: pa.Table) -> tuple[pa.Table, dict[tuple[str, str], FileSlice]]:
+        view = table.fs_view()
+        latest = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
+        # Look keys up in the merged slices: a group under pending compaction keeps its keys in the previous slice
+        # (the new slice at the compaction instant is empty until the compaction commits).
+        last_commit = table.timeline.latest_completed_commit_time()
+        lookup = view.latest_merged_file_slices_before_or_on(str(last_commit)) if last_commit else []
+        tagged = _tag(table, keyed, op, lookup)
+        return _assign_inserts(table, tagged, op, options, list(latest.values())), latest
+
     t_index = time.monotonic()
-    view = table.fs_view()
-    latest = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
-    # Look keys up in the merged slices: a group under pending compaction keeps its keys in the previous slice
-    # (the new slice at the compaction instant is empty until the compaction commits).
-    last_commit = table.timeline.latest_completed_commit_time()
-    lookup = view.latest_merged_file_slices_before_or_on(str(last_commit)) if last_commit else []
-    records = _tag(table, records, op, lookup)
-    records = _assign_inserts(table, records, op, options, list(latest.values()))
+    seen = table.refresh().timeline.instants
+    located, latest = locate(records)
     index_seconds = time.monotonic() - t_index
 
-    instant = table.new_instant_time()
     action = Action.DELTA_COMMIT if cfg.is_mor else Action.COMMIT
-    requested = table.create_requested(Instant(instant, action, State.REQUESTED))
-    heartbeat = Heartbeat(table.storage, str(instant), interval_ms=options.heartbeat_interval_ms).start()
+    # The instant is created under the table lock, from file locations that are current: if another writer or
+    # service changed the timeline since they were computed (e.g. scheduled a compaction, whose file groups take
+    # new log files at its instant), they are computed again inside the lock.
+    with table_lock(table, operation="write (instant creation)", config=options.lock):
+        if table.timeline.instants != seen:
+            located, latest = locate(records)
+        instant = table.new_instant_time()
+        requested = table.create_requested(Instant(instant, action, State.REQUESTED))
+        # before the lock is released: a stale-write rollback never sees this instant without a heartbeat
+        heartbeat = Heartbeat(table.storage, str(instant), interval_ms=options.heartbeat_interval_ms).start()
+    records = located
     try:
         groups = _group(records)
         inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
@@ -323,13 +339,16 @@ def write_table(
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         for s in stats:
             by_partition[s.partitionPath or ""].append(s)
-        reconcile_markers(table.storage, str(instant), {s.path for s in stats if s.path})
         md = CommitMetadata(
             partition_to_write_stats=dict(by_partition),
             extra_metadata={"schema": json.dumps(user_avro, separators=(",", ":"))},
             operation_type=op.name,
         )
-        table.transition_to_completed(inflight, md.to_bytes())
+        # Under the table lock: no rollback of another process can take this instant for a failed one between the
+        # check that it is still inflight (transition_to_completed) and the commit.
+        with table_lock(table, operation=f"write commit {instant}", config=options.lock):
+            reconcile_markers(table.storage, str(instant), {s.path for s in stats if s.path})
+            table.transition_to_completed(inflight, md.to_bytes())
     except BaseException:
         heartbeat.stop(delete=False)  # the expiring heartbeat tells the rollback service the writer is gone
         raise

@@ -14,12 +14,13 @@ A pending rollback of the same instant (a crash half-way) is resumed. Live write
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.errors import InvalidInstantStateError, StorageError
 from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
 from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.model.avro import (
@@ -45,6 +46,8 @@ from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
 
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,17 @@ def _written_rollback_log(table: HudiTable, req: RollbackRequest, rb_time: str, 
     return None
 
 
+def _delete_heartbeat(table: HudiTable, instant: str) -> None:
+    """Delete the rolled-back instant's heartbeat. One that cannot be deleted (a directory in its place) is reported
+    and left, as Java's ``HeartbeatUtils.deleteHeartbeatFile`` does: the instant is gone, nothing reads it any more,
+    and failing here would leave the rollback pending after its files were deleted."""
+    path = heartbeat_path(table.storage, instant)
+    try:
+        table.storage.delete_file(path, missing_ok=True)
+    except StorageError as err:
+        log.warning("Cannot delete the heartbeat of rolled-back instant %s (%s); left in place", instant, err)
+
+
 def rollback_write(
     table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
 ) -> RollbackPlan | Instant:
@@ -258,7 +272,7 @@ def rollback_write(
     # the rolled-back instant disappears from the timeline (inflight first, then requested), as in Hudi
     for state in (State.INFLIGHT, State.REQUESTED):
         table.storage.delete_file(table.instant_path(Instant(target.time, target.action, state)), missing_ok=True)
-    table.storage.delete_file(heartbeat_path(table.storage, instant), missing_ok=True)
+    _delete_heartbeat(table, instant)
     meta = rollback_metadata(
         rb_time,
         start,
