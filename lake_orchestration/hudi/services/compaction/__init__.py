@@ -140,7 +140,7 @@ def execute_compaction(
     tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
     stats = run_operations(tasks, spark=spark)
     md = compaction_commit_metadata(stats, plan, schema)
-    commit_compaction(table, str(instant), md)
+    commit_compaction(table, str(instant), md, lock=cfg.lock)
     return CompactionResult(
         instant=str(instant),
         operations=len(tasks),

@@ -17,6 +17,7 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteS
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, reconcile_markers
 
 
@@ -35,25 +36,32 @@ def compaction_commit_metadata(
     )
 
 
-def commit_compaction(table: HudiTable, instant: str, metadata: CommitMetadata) -> Instant:
+def commit_compaction(
+    table: HudiTable, instant: str, metadata: CommitMetadata, *, lock: LockConfig | None = None
+) -> Instant:
     """``<instant>.compaction.inflight`` -> ``<instant>.commit``; then the markers are removed.
 
+    The marker reconciliation and the completed-file write run under the table lock (``lock``), so no rollback,
+    clean or archive of another process changes the instant's files between the check and the commit.
+
     Raises:
-        InvalidInstantStateError: already committed (a second commit is impossible).
+        InvalidInstantStateError: already committed (a second commit is impossible), or the inflight file is gone.
         CommitStateUnknownError: the write failed and the timeline does not show the commit.
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     inflight = Instant(InstantTime(instant), Action.COMPACTION, State.INFLIGHT)
-    reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
-    try:
-        completed = table.transition_to_completed(inflight, metadata.to_bytes())
-    except StorageError as err:
-        table.refresh()
-        done = table.timeline.get(instant, Action.COMMIT)
-        if done is None or not done.is_completed:
-            raise CommitStateUnknownError(
-                f"Commit of compaction {instant} on {table.base_uri} failed ({err}) and the timeline does not show "
-                "it; re-check the timeline before retrying (the instant time is the idempotency key)"
-            ) from err
-        completed = done
-    table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+    with table_lock(table, operation=f"compaction commit {instant}", config=lock):
+        reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
+        try:
+            completed = table.transition_to_completed(inflight, metadata.to_bytes())
+        except StorageError as err:
+            table.refresh()
+            done = table.timeline.get(instant, Action.COMMIT)
+            if done is None or not done.is_completed:
+                raise CommitStateUnknownError(
+                    f"Commit of compaction {instant} on {table.base_uri} failed ({err}) and the timeline does not "
+                    "show it; re-check the timeline before retrying (the instant time is the idempotency key)"
+                ) from err
+            completed = done
+        table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
     return completed

@@ -33,6 +33,7 @@ from lake_orchestration.hudi.services.compaction.planner import (
     validate_instant,
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.snapshot import merge_config_for
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, create_marker
 
@@ -49,8 +50,16 @@ def _block_count(table: HudiTable, fs) -> int:  # type: ignore[no-untyped-def]
 def schedule_log_compaction(
     table: HudiTable, *, config: CompactionConfig | None = None, instant_time: str | None = None
 ) -> ScheduleResult:
-    """Write ``<ts>.logcompaction.requested`` for slices with enough log blocks (no trigger strategy, as Hudi)."""
+    """Write ``<ts>.logcompaction.requested`` for slices with enough log blocks (no trigger strategy, as Hudi).
+
+    Runs under the table lock (``hoodie.write.lock.*``), as compaction scheduling does.
+    """
     cfg = config or CompactionConfig()
+    with table_lock(table, operation="log compaction schedule", config=cfg.lock):
+        return _schedule_log_compaction(table, cfg, instant_time)
+
+
+def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_time: str | None) -> ScheduleResult:
     table.refresh()
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
     instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
@@ -118,8 +127,9 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         operation_type="LOG_COMPACT",
         extra_metadata={"schema": json.dumps(user, separators=(",", ":"))},
     )
-    table.transition_to_completed(Instant(pending.time, Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes())
-    table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+    with table_lock(table, operation=f"log compaction commit {instant}", config=(config or CompactionConfig()).lock):
+        table.transition_to_completed(Instant(pending.time, Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes())
+        table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
     return md
 
 

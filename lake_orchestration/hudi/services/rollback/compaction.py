@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import (
@@ -24,6 +25,7 @@ from lake_orchestration.hudi.model.avro import (
 from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 
 
@@ -75,7 +77,16 @@ def rollback_inflight_compaction(
     Raises:
         InvalidInstantStateError: the compaction is not inflight.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
     """
+    lock = LockConfig.from_options(options)
+    with nullcontext() if dry_run else table_lock(table, operation=f"rollback of compaction {instant}", config=lock):
+        return _rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
+
+
+def _rollback_inflight_compaction(
+    table: HudiTable, instant: str, *, dry_run: bool, options: Mapping[str, str] | None
+) -> Instant | None:
     table.refresh()
     tl = table.timeline
     comp = tl.get(instant, Action.COMPACTION)

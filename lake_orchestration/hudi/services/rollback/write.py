@@ -18,6 +18,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from lake_orchestration.errors import InvalidInstantStateError, StorageError
@@ -42,6 +43,7 @@ from lake_orchestration.hudi.services.rollback.compaction import (
     rollback_metadata,
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
 
@@ -200,7 +202,16 @@ def rollback_write(
     Raises:
         InvalidInstantStateError: the instant is completed or not a write on the timeline.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
     """
+    lock = LockConfig.from_options(options)
+    with nullcontext() if dry_run else table_lock(table, operation=f"rollback of {instant}", config=lock):
+        return _rollback_write(table, instant, dry_run=dry_run, options=options)
+
+
+def _rollback_write(
+    table: HudiTable, instant: str, *, dry_run: bool, options: Mapping[str, str] | None
+) -> RollbackPlan | Instant:
     tl = table.refresh().timeline
     target = tl.get(instant)
     if target is None:
@@ -297,7 +308,29 @@ def rollback_stale_writes(
     """Roll back every stale pending write (see :func:`stale_writes`); fresh heartbeats are left alone.
 
     ``options`` as for :func:`rollback_write` (a table with a metadata table is refused only if it has a stale
-    write to roll back)."""
+    write to roll back). The heartbeat checks and the rollbacks run under one hold of the table lock, so a writer
+    cannot commit an instant between the check that finds it stale and its rollback."""
+    lock = LockConfig.from_options(options)
+    with nullcontext() if dry_run else table_lock(table, operation="rollback of stale writes", config=lock):
+        return _rollback_stale_writes(
+            table,
+            interval_ms=interval_ms,
+            tolerable_misses=tolerable_misses,
+            timeout_s=timeout_s,
+            dry_run=dry_run,
+            options=options,
+        )
+
+
+def _rollback_stale_writes(
+    table: HudiTable,
+    *,
+    interval_ms: int,
+    tolerable_misses: int,
+    timeout_s: float | None,
+    dry_run: bool,
+    options: Mapping[str, str] | None,
+) -> list[tuple[StaleWrite, RollbackPlan | Instant]]:
     return [
         (s, rollback_write(table, str(s.instant.time), dry_run=dry_run, options=options))
         for s in stale_writes(table, interval_ms=interval_ms, tolerable_misses=tolerable_misses, timeout_s=timeout_s)
