@@ -783,6 +783,8 @@ def clean_cmd(
     if as_json:
         emit_json(res.to_json_obj())
         return
+    for tmp in res.temp_files:
+        click.echo(f"{'Would remove' if dry_run else 'Removed'} abandoned temporary file {tmp}")
     ectr = res.earliest_commit_to_retain or "none"
     if dry_run:
         if not res.file_count:
@@ -814,15 +816,24 @@ def savepoint_group() -> None:
 @click.option("--user", default=None, help="savepointedBy (default: the OS user).")
 @click.option("--comments", default="", help="Free text stored with the savepoint.")
 @click.option("--dry-run", is_flag=True, help="Only print what the savepoint would list.")
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_errors
 def savepoint_create(
-    path: str, instant_time: str, user: str | None, comments: str, dry_run: bool, as_json: bool
+    path: str,
+    instant_time: str,
+    user: str | None,
+    comments: str,
+    dry_run: bool,
+    options: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Savepoint a completed commit."""
     from lake_orchestration.hudi.services.savepoint import create_savepoint
+    from lake_orchestration.hudi.table.lock import LockConfig
 
-    md = create_savepoint(HudiTable(path), instant_time, user=user, comments=comments, dry_run=dry_run)
+    lock = LockConfig.from_options(_parse_options(options))
+    md = create_savepoint(HudiTable(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
     files = {p: list(pm.savepoint_data_file) for p, pm in md.partition_metadata.items()}
     n = sum(len(v) for v in files.values())
     if as_json:
@@ -835,12 +846,15 @@ def savepoint_create(
 @click.argument("path")
 @click.option("--instant-time", required=True, help="The savepoint to delete.")
 @click.option("--dry-run", is_flag=True, help="Only say whether it exists.")
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
 @_errors
-def savepoint_delete(path: str, instant_time: str, dry_run: bool) -> None:
+def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Delete a savepoint (its files become cleanable again)."""
     from lake_orchestration.hudi.services.savepoint import delete_savepoint
+    from lake_orchestration.hudi.table.lock import LockConfig
 
-    if not delete_savepoint(HudiTable(path), instant_time, dry_run=dry_run):
+    lock = LockConfig.from_options(_parse_options(options))
+    if not delete_savepoint(HudiTable(path), instant_time, dry_run=dry_run, lock=lock):
         raise ValueError(f"No savepoint at {instant_time} in {path}")
     click.echo(f"{'Would delete' if dry_run else 'Deleted'} savepoint {instant_time}")
 
