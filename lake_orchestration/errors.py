@@ -103,6 +103,15 @@ class InvalidInstantStateError(TimelineError):
         super().__init__(f"Instant {instant} of {table_uri}: {detail}")
 
 
+class InstantInProgressError(InvalidInstantStateError):
+    """A pending table-service instant (compaction, clean) is being executed by another process: its heartbeat
+    (``.hoodie/.heartbeat/<instant>``) is fresh. Retry once it committed or its heartbeat expired."""
+
+    def __init__(self, table_uri: str, instant: str, detail: str) -> None:
+        super().__init__(table_uri, instant, detail)
+        self.detail = detail
+
+
 class CorruptFileError(LakeOrchestrationError):
     """A timeline or data file whose content cannot be decoded."""
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import InvalidOptionError, StorageError
 from lake_orchestration.io.storage import Storage
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -30,13 +35,114 @@ def is_heartbeat_expired(
     return now - mtime > interval_ms * tolerable_misses
 
 
-class Heartbeat:
-    """Keeps an instant's heartbeat fresh from a daemon thread until :meth:`stop`."""
+def heartbeat_options(options: Mapping[str, str] | None) -> tuple[int, int]:
+    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map
+    (Hudi's defaults 60000 and 2).
 
-    def __init__(self, storage: Storage, instant: str, *, interval_ms: int = 60_000) -> None:
+    Raises:
+        InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
+    """
+    out = []
+    for key in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES):
+        raw = str((options or {}).get(key.key, key.default)).strip()
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected an integer >= 1")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptLiveness:
+    """Whether the process executing a pending instant (a table service's attempt) is alive, judged by its
+    heartbeat ``.hoodie/.heartbeat/<instant>`` or, without one, by the inflight file's age."""
+
+    instant: str
+    alive: bool
+    """True while the last sign of life is younger than ``interval * tolerable_misses``."""
+    evidence: str
+    """What was judged: the heartbeat file, or the inflight file of an attempt that wrote no heartbeat."""
+    last_ms: int | None
+    """Epoch ms of the last sign of life (None: neither file exists)."""
+    expiry_ms: int
+    """``interval * tolerable_misses``."""
+    owner: bytes = b""
+    """Content of the heartbeat file (an attempt's token; empty for Java's and the writer's heartbeats)."""
+
+    @property
+    def expires_ms(self) -> int | None:
+        return None if self.last_ms is None else self.last_ms + self.expiry_ms
+
+    def describe(self) -> str:
+        """``heartbeat <time>, expires <time>`` (UTC) of the evidence."""
+        if self.last_ms is None:
+            return "no heartbeat"
+        return f"{self.evidence} {_utc(self.last_ms)}, expires {_utc(self.last_ms + self.expiry_ms)}"
+
+
+def attempt_liveness(
+    storage: Storage,
+    instant: str,
+    *,
+    inflight_path: str | None = None,
+    interval_ms: int = 60_000,
+    tolerable_misses: int = 2,
+    now_ms: int | None = None,
+) -> AttemptLiveness:
+    """Judge the attempt of ``instant``: its heartbeat file if there is one; else (an attempt by a process that
+    writes no heartbeat: an older version of this project, or Java) the inflight file's modification time, so a
+    recent attempt counts as live until it is as old as a heartbeat expiry."""
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    expiry = interval_ms * tolerable_misses
+    hb = heartbeat_path(storage, instant)
+    mtime = storage.mtime_ms(hb)
+    if mtime is not None:
+        try:
+            owner = storage.read_bytes(hb)
+        except StorageError:
+            owner = b""
+        return AttemptLiveness(
+            instant=instant,
+            alive=now - mtime <= expiry,
+            evidence=f"heartbeat {storage.uri(hb)}",
+            last_ms=mtime,
+            expiry_ms=expiry,
+            owner=owner,
+        )
+    inflight_mtime = storage.mtime_ms(inflight_path) if inflight_path else None
+    if inflight_mtime is None:
+        return AttemptLiveness(instant=instant, alive=False, evidence="no heartbeat", last_ms=None, expiry_ms=expiry)
+    return AttemptLiveness(
+        instant=instant,
+        alive=now - inflight_mtime <= expiry,
+        evidence=f"no heartbeat; inflight file {storage.uri(inflight_path or '')} written",
+        last_ms=inflight_mtime,
+        expiry_ms=expiry,
+    )
+
+
+class Heartbeat:
+    """Keeps an instant's heartbeat fresh from a daemon thread until :meth:`stop`.
+
+    ``content`` is written on every beat: a table service writes a token identifying its attempt there, so it can
+    verify before committing that the heartbeat is still its own (Java reads only the modification time).
+    """
+
+    def __init__(self, storage: Storage, instant: str, *, interval_ms: int = 60_000, content: bytes = b"") -> None:
         self.storage = storage
         self.instant = instant
         self.interval_s = interval_ms / 1000
+        self.content = content
+        self.lost = False
+        """True once the heartbeat file was found deleted or holding another attempt's content (only checked when
+        ``content`` is set): beating stops then, and the attempt must not commit."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -47,16 +153,34 @@ class Heartbeat:
         return self
 
     def _beat(self) -> None:
-        self.storage.write_bytes(heartbeat_path(self.storage, self.instant), b"")
+        self.storage.write_bytes(heartbeat_path(self.storage, self.instant), self.content)
+
+    def is_ours(self) -> bool:
+        """True if the heartbeat file exists and holds this attempt's content (always True without content)."""
+        if not self.content:
+            return True
+        path = heartbeat_path(self.storage, self.instant)
+        try:
+            return self.storage.read_bytes(path) == self.content
+        except StorageError:
+            if self.storage.exists(path):
+                raise  # a transient read error: judged again at the next beat
+            return False
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self._beat()
+            try:
+                if not self.is_ours():  # rolled back or taken over by another process: never write over it
+                    self.lost = True
+                    return
+                self._beat()
+            except StorageError:  # a transient storage error must not end the beating: the next beat retries
+                continue
 
     def stop(self, *, delete: bool = True) -> None:
-        """Stop beating; delete the file when the instant completed (as Hudi does on commit)."""
+        """Stop beating; delete the file when the instant completed (as Hudi does on commit) if it is still ours."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if delete:
+        if delete and self.is_ours():
             self.storage.delete_file(heartbeat_path(self.storage, self.instant), missing_ok=True)
