@@ -230,6 +230,10 @@ def _crash_state(path: Path, stage: str) -> str:
     sched = schedule_compaction(t, force=True)
     instant = str(sched.instant)
     t.transition_to_inflight(Instant(sched.instant, Action.COMPACTION, State.REQUESTED))
+    # the crash was long ago: an inflight attempt without a heartbeat counts as live until it is as old as the
+    # heartbeat expiry (hoodie.client.heartbeat.*)
+    hour_ago = time.time() - 3600
+    os.utime(path / ".hoodie" / f"{instant}.compaction.inflight", (hour_ago, hour_ago))
     if stage == "after_inflight":
         return instant
     tasks, _ = compaction_tasks(t, instant, CompactionConfig())
@@ -290,6 +294,11 @@ def test_compaction_process_killed_midway_next_run_recovers(tmp_path: Path) -> N
         proc.wait(timeout=30)
     assert not (path / ".hoodie" / f"{sched.instant}.commit").exists()
     assert_same_rows(hudi_rs_snapshot(path), before)
+    # until its heartbeat expired the killed attempt counts as live; let it expire (2 x 60 s by default)
+    heartbeat = path / ".hoodie" / ".heartbeat" / str(sched.instant)
+    assert heartbeat.exists()
+    hour_ago = time.time() - 3600
+    os.utime(heartbeat, (hour_ago, hour_ago))
     (result,) = run_compaction(HudiTable(str(path)))
     assert result.rolled_back_attempt is not None
     _assert_compacted(path, str(sched.instant), before)

@@ -8,14 +8,16 @@ moves the plan to inflight, executes one task per operation (in-process or on Sp
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 
-from lake_orchestration.errors import InstantNotFoundError, PlanError
+from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.schema import with_meta_fields
+from lake_orchestration.hudi.services.compaction.attempt import CompactionAttempt
 from lake_orchestration.hudi.services.compaction.committer import commit_compaction, compaction_commit_metadata
 from lake_orchestration.hudi.services.compaction.config import (
     CompactionConfig,
@@ -28,9 +30,11 @@ from lake_orchestration.hudi.services.compaction.executor import (
     run_operations,
 )
 from lake_orchestration.hudi.services.compaction.planner import ScheduleResult, schedule_compaction
-from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.snapshot import merge_config_for
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CompactionConfig",
@@ -120,7 +124,15 @@ def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
 def execute_compaction(
     table: HudiTable, instant: str, *, config: CompactionConfig | None = None, spark: object = None
 ) -> CompactionResult:
-    """Execute and commit the pending plan ``instant`` (rolling back a previous inflight attempt first)."""
+    """Execute and commit the pending plan ``instant`` (rolling back a crashed inflight attempt first).
+
+    The plan's heartbeat (``.hoodie/.heartbeat/<instant>``, ``hoodie.client.heartbeat.*``) is kept from before the
+    requested -> inflight transition until the commit; see :mod:`.attempt`.
+
+    Raises:
+        InstantInProgressError: another process is executing the plan (its heartbeat is fresh); nothing was done.
+        InvalidInstantStateError: at commit time the plan was no longer this process's (nothing committed).
+    """
     cfg = config or CompactionConfig()
     t0 = time.monotonic()
     table.refresh()
@@ -129,18 +141,28 @@ def execute_compaction(
         done = table.timeline.get(instant, Action.COMMIT)
         detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
         raise InstantNotFoundError(table.base_uri, instant, detail)
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
-    rolled_back = None
-    if pending.state is State.INFLIGHT:
-        rb = rollback_inflight_compaction(table, instant)
-        rolled_back = str(rb.time) if rb is not None else None
     plan = load_plan(table, instant)
     check_base_files(table, plan)
-    table.transition_to_inflight(Instant(pending.time, Action.COMPACTION, State.REQUESTED))
-    tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
-    stats = run_operations(tasks, spark=spark)
-    md = compaction_commit_metadata(stats, plan, schema)
-    commit_compaction(table, str(instant), md, lock=cfg.lock)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
+    # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
+    # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
+    attempt = CompactionAttempt(table, str(instant), cfg)
+    with table_lock(table, operation=f"compaction {instant}", config=cfg.lock):
+        attempt.claim()
+    committed = False
+    try:
+        try:
+            tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
+            stats = run_operations(tasks, spark=spark)
+            md = compaction_commit_metadata(stats, plan, schema)
+        except Exception:
+            attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
+            raise
+        commit_compaction(table, str(instant), md, lock=cfg.lock, verify=attempt.verify(stats))
+        committed = True
+    finally:
+        attempt.heartbeat.stop(delete=committed)
+    rolled_back = str(attempt.rolled_back.time) if attempt.rolled_back is not None else None
     return CompactionResult(
         instant=str(instant),
         operations=len(tasks),
@@ -165,7 +187,8 @@ def run_compaction(
 
     Args:
         instant_time: run exactly this plan (``--instant-time``).
-        seq: ``FIFO`` (oldest plan first) or ``LIFO`` (``--seq``).
+        seq: ``FIFO`` (oldest plan first) or ``LIFO`` (``--seq``); a plan another process is executing (fresh
+            heartbeat) is skipped with a warning.
         max_plans: at most this many plans (``--max-plans``).
         schedule: schedule a plan first (``--schedule``; the trigger strategy still applies).
         spark: a SparkSession to run the operations on (default: in-process).
@@ -176,10 +199,17 @@ def run_compaction(
     if schedule:
         schedule_compaction(table, config=cfg)
     if instant_time is not None:
-        targets = [instant_time]
-    else:
-        pending = [str(i.time) for i in pending_compaction_instants(table)]
-        if seq.upper() == "LIFO":
-            pending.reverse()
-        targets = pending[: max(0, max_plans)]
-    return [execute_compaction(table, t, config=cfg, spark=spark) for t in targets]
+        return [execute_compaction(table, instant_time, config=cfg, spark=spark)]
+    pending = [str(i.time) for i in pending_compaction_instants(table)]
+    if seq.upper() == "LIFO":
+        pending.reverse()
+    results: list[CompactionResult] = []
+    for t in pending:
+        if len(results) >= max(0, max_plans):
+            break
+        try:
+            results.append(execute_compaction(table, t, config=cfg, spark=spark))
+        except InstantInProgressError as err:
+            # another process executes this plan: leave it to it (plans never share a file group)
+            log.warning("Skipping compaction %s: %s", t, err.detail)
+    return results

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from lake_orchestration.errors import CommitStateUnknownError, StorageError
@@ -37,7 +38,12 @@ def compaction_commit_metadata(
 
 
 def commit_compaction(
-    table: HudiTable, instant: str, metadata: CommitMetadata, *, lock: LockConfig | None = None
+    table: HudiTable,
+    instant: str,
+    metadata: CommitMetadata,
+    *,
+    lock: LockConfig | None = None,
+    verify: Callable[[], None] | None = None,
 ) -> Instant:
     """``<instant>.compaction.inflight`` -> ``<instant>.commit``; then the markers are removed.
 
@@ -51,6 +57,8 @@ def commit_compaction(
     """
     inflight = Instant(InstantTime(instant), Action.COMPACTION, State.INFLIGHT)
     with table_lock(table, operation=f"compaction commit {instant}", config=lock):
+        if verify is not None:
+            verify()  # e.g. the attempt is still this process's (raises; nothing written)
         reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
         try:
             completed = table.transition_to_completed(inflight, metadata.to_bytes())

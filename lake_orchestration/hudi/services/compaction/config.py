@@ -57,6 +57,8 @@ _KEYS = {
     "compression": "hoodie.parquet.compression.codec",
     "log_compaction_blocks_threshold": "hoodie.log.compaction.blocks.threshold",
     "metadata_enable": HoodieKey.METADATA_ENABLE.key,
+    "heartbeat_interval_ms": HoodieKey.HEARTBEAT_INTERVAL_MS.key,
+    "heartbeat_tolerable_misses": HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key,
 }
 
 
@@ -94,6 +96,20 @@ class CompactionConfig:
     lock: LockConfig = field(default_factory=LockConfig)
     """``hoodie.write.lock.*``: the table lock held while a plan is scheduled and while it is committed."""
 
+    heartbeat_interval_ms: int = 60_000
+    """``hoodie.client.heartbeat.interval_in_ms``: the process executing a (log) compaction plan refreshes its
+    heartbeat ``.hoodie/.heartbeat/<instant>`` this often; another run rolls an inflight attempt back only once its
+    heartbeat is older than this times ``heartbeat_tolerable_misses``."""
+    heartbeat_tolerable_misses: int = 2
+    """``hoodie.client.heartbeat.tolerable.misses``."""
+
+    def __post_init__(self) -> None:
+        for attr in ("heartbeat_interval_ms", "heartbeat_tolerable_misses"):
+            if getattr(self, attr) < 1:
+                raise InvalidOptionError(
+                    f"Invalid compaction option {_KEYS[attr]}={getattr(self, attr)!r} (>= 1 expected)"
+                )
+
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
         return {HoodieKey.METADATA_ENABLE.key: "true" if self.metadata_enable else "false"}
@@ -120,10 +136,17 @@ class CompactionConfig:
                     if str(raw).strip().lower() not in ("true", "false"):
                         raise ValueError(raw)
                     kw[attr] = str(raw).strip().lower() == "true"
+                elif attr == "heartbeat_interval_ms":
+                    kw[attr] = int(raw)
+                    if kw[attr] < 1:
+                        raise ValueError(raw)
                 else:
                     kw[attr] = int(raw)
             except ValueError as err:
                 raise InvalidOptionError(f"Invalid compaction option {key}={raw!r} ({types[attr]} expected)") from err
+            if types[attr] in (int, "int") and kw[attr] < 0:
+                # a negative count, size or budget is a typo: Java would silently compact on every commit (or never)
+                raise InvalidOptionError(f"Invalid compaction option {key}={raw!r} (int >= 0 expected)")
         if "compaction.max_memory" in opts:
             try:
                 kw["memory_max_bytes"] = int(opts["compaction.max_memory"]) * 1024 * 1024
@@ -131,6 +154,10 @@ class CompactionConfig:
                 raise InvalidOptionError(
                     f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int expected)"
                 ) from err
+            if kw["memory_max_bytes"] < 0:
+                raise InvalidOptionError(
+                    f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int >= 0 expected)"
+                )
         kw["lock"] = LockConfig.from_options(opts)
         kw.update(overrides)
         return cls(**kw)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
-from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import (
     CompactionPlan,
     InstantInfo,
@@ -27,6 +27,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
+from lake_orchestration.hudi.write.heartbeat import attempt_liveness, heartbeat_options
 
 
 def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
@@ -78,9 +79,21 @@ def rollback_inflight_compaction(
         InvalidInstantStateError: the compaction is not inflight.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
+        InstantInProgressError: its heartbeat is fresh (``hoodie.client.heartbeat.*`` in ``options``): another
+            process is executing it.
     """
     lock = LockConfig.from_options(options)
+    interval_ms, misses = heartbeat_options(options)
+    # the liveness check and the rollback hold the lock together: no attempt can start in between
     with nullcontext() if dry_run else table_lock(table, operation=f"rollback of compaction {instant}", config=lock):
+        liveness = attempt_liveness(table.storage, instant, interval_ms=interval_ms, tolerable_misses=misses)
+        if liveness.alive:
+            raise InstantInProgressError(
+                table.base_uri,
+                instant,
+                f"compaction {instant} is being executed by another process: {liveness.describe()}; it is rolled "
+                "back only once the heartbeat expired",
+            )
         return _rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
 
 
