@@ -15,7 +15,10 @@ import pendulum
 
 from lake_orchestration.errors import InvalidFileNameError, InvalidInstantTimeError
 
-_INSTANT_RE = re.compile(r"^\d{14}(\d{3})?$")
+# yyyyMMddHHmmss, + SSS, + a 3-digit operation suffix: Java 0.14 names metadata-table instants
+# ``<data instant> + 001`` (compaction), ``002`` (clean), ``010``... (initialization), see
+# ``HoodieTableMetadataUtil.createCompactionTimestamp``.
+_INSTANT_RE = re.compile(r"^\d{14}(\d{3}){0,2}$")
 INIT_INSTANT = "00000000000000"
 METADATA_BOOTSTRAP_INSTANT = "00000000000001"
 FULL_BOOTSTRAP_INSTANT = "00000000000002"
@@ -24,13 +27,15 @@ INSTANT_FORMAT = "YYYYMMDDHHmmssSSS"
 
 
 class InstantTime(str):
-    """A Hudi instant time: ``yyyyMMddHHmmssSSS`` (or legacy 14-digit ``yyyyMMddHHmmss``).
+    """A Hudi instant time: ``yyyyMMddHHmmssSSS`` (or legacy 14-digit ``yyyyMMddHHmmss``; 20 digits = a
+    metadata-table instant with an operation suffix, ``00000000000000`` + suffix = its initial commits).
 
     A validated ``str`` so it sorts, hashes and serializes exactly like Hudi's string instants
     (Hudi compares instant times as strings).
 
     Raises:
-        InvalidInstantTimeError: not 14 or 17 digits, or not a calendar time (special bootstrap instants excepted).
+        InvalidInstantTimeError: not 14, 17 or 20 digits, or not a calendar time (special bootstrap instants and
+            ``00000000000000`` + suffix excepted).
     """
 
     __slots__ = ()
@@ -40,7 +45,7 @@ class InstantTime(str):
             return value
         if not isinstance(value, str) or not _INSTANT_RE.match(value):
             raise InvalidInstantTimeError(str(value), where)
-        if value not in _SPECIAL:
+        if value not in _SPECIAL and not value.startswith(INIT_INSTANT):
             try:
                 pendulum.datetime(
                     int(value[0:4]),
@@ -56,7 +61,7 @@ class InstantTime(str):
 
     def to_datetime(self, tz: str = "UTC") -> pendulum.DateTime:
         """The instant as a datetime in ``tz`` (14-digit instants get ``.999`` like Hudi)."""
-        v = self if len(self) == 17 else self + "999"
+        v = self[:17] if len(self) >= 17 else self + "999"
         return pendulum.from_format(v, INSTANT_FORMAT, tz=tz)
 
     @classmethod
@@ -88,9 +93,9 @@ class InstantTimeGenerator:
             now = pendulum.now(self.tz)
             candidate = _format_instant(now)
             for lower in (InstantTimeGenerator._last, floor or ""):
-                if lower and len(lower) == 17 and candidate <= lower:
+                if lower and len(lower) >= 17 and candidate <= lower:
                     candidate = _format_instant(
-                        pendulum.from_format(lower, INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)
+                        pendulum.from_format(lower[:17], INSTANT_FORMAT, tz=self.tz).add(microseconds=1000)
                     )
             InstantTimeGenerator._last = candidate
             return InstantTime(candidate)
@@ -164,7 +169,7 @@ _SUFFIXES: dict[str, tuple[Action, State]] = {
     "indexing.requested": (Action.INDEXING, State.REQUESTED),
 }
 _BY_ACTION_STATE = {v: k for k, v in _SUFFIXES.items()}
-INSTANT_FILE_GRAMMAR = "<yyyyMMddHHmmss[SSS]>.<action>[.requested|.inflight] (or <ts>.inflight for a commit)"
+INSTANT_FILE_GRAMMAR = "<yyyyMMddHHmmss[SSS[NNN]]>.<action>[.requested|.inflight] (or <ts>.inflight for a commit)"
 
 
 def is_instant_file_suffix(suffix: str) -> bool:
