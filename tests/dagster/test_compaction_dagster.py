@@ -146,6 +146,7 @@ def test_asset_checks_fail_on_unhealthy_table_and_pass_after_compaction(tmp_path
 
 
 def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(tmp_path: Path) -> None:
+    import os
     import time
 
     from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -162,11 +163,20 @@ def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(
     t = HudiTable(str(path))
     dead = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
     Heartbeat(t.storage, str(dead.time), interval_ms=100).start().stop(delete=False)  # one beat, then gone
+    # its writer died an hour ago (the heartbeat's age is its mtime, as in Hudi): no sleep racing a 100 ms thread
+    hb_dead = path / ".hoodie" / ".heartbeat" / str(dead.time)
+    os.utime(hb_dead, (time.time() - 3600, time.time() - 3600))
     live = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
     hb = Heartbeat(t.storage, str(live.time), interval_ms=100).start()
     try:
-        time.sleep(0.5)
-        defs, _ = _defs(path, heartbeat_interval_ms=100)
+        # the live writer keeps beating (its mtime moves on); judged with a window a loaded box cannot miss
+        hb_live = path / ".hoodie" / ".heartbeat" / str(live.time)
+        first = hb_live.stat().st_mtime
+        deadline = time.monotonic() + 60
+        while hb_live.stat().st_mtime <= first and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert hb_live.stat().st_mtime > first, "the live heartbeat thread never beat"
+        defs, _ = _defs(path, heartbeat_interval_ms=10_000)
         sensor = defs.resolve_sensor_def("t__stale_inflight_sensor")
         with dg.instance_for_test() as instance:
             result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))

@@ -21,7 +21,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write, stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from lake_orchestration.hudi.write.heartbeat import Heartbeat
+from lake_orchestration.hudi.write.heartbeat import Heartbeat, is_heartbeat_expired
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
@@ -63,6 +63,15 @@ def _killed_write(tmp_path: Path, table_type: TableType) -> tuple[Path, pa.Table
     return path, before
 
 
+def _wait_heartbeat_expired(path: Path, instant: str, interval_ms: int = 200, misses: int = 2) -> None:
+    """Poll (generous deadline) until the killed writer's heartbeat is older than ``interval_ms * misses``."""
+    t = HudiTable(str(path))
+    deadline = time.monotonic() + 60
+    while not is_heartbeat_expired(t.storage, instant, interval_ms=interval_ms, tolerable_misses=misses):
+        assert time.monotonic() < deadline, f"the heartbeat of {instant} kept beating after its writer was killed"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("table_type", [TableType.MERGE_ON_READ, TableType.COPY_ON_WRITE], ids=["mor", "cow"])
 def test_rollback_stale_killed_write_table_reads_as_before_and_next_upsert_works(
     tmp_path: Path, table_type: TableType
@@ -70,7 +79,7 @@ def test_rollback_stale_killed_write_table_reads_as_before_and_next_upsert_works
     path, before = _killed_write(tmp_path, table_type)
     t = HudiTable(str(path))
     (pending,) = list(t.timeline.pending())
-    time.sleep(0.5)  # the killed writer's heartbeat (200 ms interval) expires
+    _wait_heartbeat_expired(path, str(pending.time))  # the killed writer's heartbeat (200 ms interval) expires
     stale = stale_writes(t, interval_ms=200, tolerable_misses=2)
     assert [s.instant.time for s in stale] == [pending.time]
     dry = rollback_stale_writes(t, interval_ms=200, tolerable_misses=2, dry_run=True)
@@ -107,9 +116,16 @@ def test_rollback_live_writer_left_alone_and_completed_refused(tmp_path: Path) -
     live = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
     hb = Heartbeat(t.storage, str(live.time), interval_ms=100).start()
     try:
-        time.sleep(0.4)
-        assert stale_writes(t, interval_ms=100, tolerable_misses=2) == []
-        assert rollback_stale_writes(t, interval_ms=100, tolerable_misses=2) == []
+        # the thread keeps the heartbeat fresh: its mtime moves on (polled, no fixed sleep) ...
+        hb_file = path / ".hoodie" / ".heartbeat" / str(live.time)
+        beat0 = hb_file.stat().st_mtime
+        deadline = time.monotonic() + 60
+        while hb_file.stat().st_mtime <= beat0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert hb_file.stat().st_mtime > beat0, "the heartbeat thread never beat"
+        # ... and is judged with a window (10 s) that a starved thread on a loaded box does not miss
+        assert stale_writes(t, interval_ms=5_000, tolerable_misses=2) == []
+        assert rollback_stale_writes(t, interval_ms=5_000, tolerable_misses=2) == []
         assert t.refresh().timeline.get(str(live.time)) is not None
     finally:
         hb.stop(delete=True)
@@ -130,7 +146,7 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     path, before = _killed_write(tmp_path, TableType.MERGE_ON_READ)
     (pending,) = list(HudiTable(str(path)).timeline.pending())
     run = CliRunner().invoke
-    time.sleep(0.5)
+    _wait_heartbeat_expired(path, str(pending.time))
     r = run(cli, ["rollback", str(path), "--stale", "--option", "hoodie.client.heartbeat.interval_in_ms=200",
                   "--dry-run", "--json"])
     assert r.exit_code == 0, r.output
@@ -146,7 +162,8 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time)])
     assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
     assert sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()) == listing
-    r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time), "--option", "hoodie.metadata.enable=false"])
+    r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time),
+                  "--option", "hoodie.metadata.enable=false"])
     assert r.exit_code == 0 and "Rolled back" in r.output, r.output
     assert not HudiTable(str(path)).has_metadata_table()
     assert_same_rows(hudi_rs_snapshot(path), before)
