@@ -72,6 +72,8 @@ class FileGroupWriteContext:
     compression: str = "gzip"
     max_rows_per_file: int = 1_000_000
     partition_depth: int = 0
+    """Unused: ``.hoodie_partition_metadata`` takes the depth from the partition path (see
+    :func:`partition_path_depth`)."""
 
 
 def create_marker(storage: Storage, instant: str, partition: str, data_file_name: str, io_type: str) -> None:
@@ -97,6 +99,12 @@ def reconcile_markers(storage: Storage, instant: str, written: set[str]) -> list
     return deleted
 
 
+def partition_path_depth(partition: str) -> int:
+    """``partitionDepth`` as Java writes it: the number of directory levels of the partition path
+    (``partitionPath.depth() - basePath.depth()``), e.g. 3 for ``2024/01/05`` from one partition field."""
+    return len([p for p in partition.split("/") if p])
+
+
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str, depth: int) -> None:
     """Write ``.hoodie_partition_metadata`` once per partition (never overwritten)."""
     path = storage.join(partition, PARTITION_METAFILE_PREFIX)
@@ -120,7 +128,7 @@ def write_file_group(records: pa.Table, ctx: FileGroupWriteContext) -> list[Writ
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False)
     data = records.drop_columns([c for c in records.column_names if c.startswith("__lo_")])
     if ctx.base_instant is None:
-        ensure_partition_metadata(storage, ctx.partition_path, ctx.instant, ctx.partition_depth)
+        ensure_partition_metadata(storage, ctx.partition_path, ctx.instant, partition_path_depth(ctx.partition_path))
         return _create(storage, data.filter(pa.array(ops == "I")), ctx, avro, arrow_schema, token)
     if ctx.is_mor:
         return [_append(storage, data, ops, ctx, avro, arrow_schema, token)]
