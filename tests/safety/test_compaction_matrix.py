@@ -371,3 +371,13 @@ def test_compaction_trigger_counts_from_the_last_compaction(trigger_table: tuple
     assert not decide("TIME_ELAPSED", 99, 121, 120)
     assert decide("NUM_AND_TIME", 2, 120, 120) and not decide("NUM_AND_TIME", 2, 121, 120)
     assert decide("NUM_OR_TIME", 3, 120, 120) and not decide("NUM_OR_TIME", 3, 121, 120)
+
+
+def test_date_partitions_record_their_depth_as_java(strategy_table: tuple[Path, dict[str, Slice]]) -> None:
+    """``yyyy/MM/dd`` from one partition field is 3 directory levels: Java writes ``partitionDepth=3`` (the v6
+    time-based key generator fixture has ``partitionDepth=4`` for ``2023/04/03/12``), which Java uses to find the
+    table's base path from a partition."""
+    path, slices = strategy_table
+    for s in slices.values():
+        text = (path / s.partition / ".hoodie_partition_metadata").read_text()
+        assert "partitionDepth=3\n" in text, text
