@@ -1,7 +1,9 @@
 """A compaction that crashed after going inflight: the next run rolls the attempt back and executes the plan again."""
 
+import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from lake_orchestration.datagen import generate_trips, generate_updates
@@ -43,6 +45,10 @@ instant = str(plan.instant)
 table.transition_to_inflight(Instant(plan.instant, Action.COMPACTION, State.REQUESTED))
 tasks, _ = compaction_tasks(table, instant, CompactionConfig())
 execute_operation(tasks[0])
+# ... long ago: an attempt counts as live until its heartbeat (here: its inflight file) is older than
+# hoodie.client.heartbeat.interval_in_ms x hoodie.client.heartbeat.tolerable.misses (2 minutes by default).
+long_ago = time.time() - 3600
+os.utime(Path(path) / ".hoodie" / f"{instant}.compaction.inflight", (long_ago, long_ago))
 partial = sorted(p.name for p in Path(path).rglob(f"*_{instant}.parquet"))
 assert len(partial) == 1
 # Readers do not see the partial output: the snapshot is unchanged.

@@ -63,13 +63,24 @@ def _env() -> dict[str, str]:
 def _table(tmp_path: Path) -> Path:
     """A MERGE_ON_READ table with 8 file groups, each with a base file and log files."""
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", max_rows_per_file=100, small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        max_rows_per_file=100,
+        small_file_limit=0,
+    )
     base = generate_trips(400, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(2):
-        upd = pa.concat_tables([generate_updates(base, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
-                                generate_trips(8, partitions=4, seed=50 + n)])
+        upd = pa.concat_tables(
+            [
+                generate_updates(base, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
+                generate_trips(8, partitions=4, seed=50 + n),
+            ]
+        )
         write_table(str(path), upd, operation="upsert", options=opts)
     return path
 
@@ -78,7 +89,11 @@ def _start_held(path: Path, gate: Path, instant: str, opts: dict[str, str]) -> s
     gate.mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-c", _HELD, str(path), str(gate), instant, json.dumps(opts)],
-        env=_env(), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -94,7 +109,11 @@ def _wait_first_task(proc: subprocess.Popen, gate: Path) -> None:  # type: ignor
 def _cli(*args: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
     return subprocess.run(
         [sys.executable, "-c", "from lake_orchestration.cli.app import main; main()", *args],
-        env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env=_env(),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -178,14 +197,28 @@ def test_killed_attempt_is_rolled_back_and_re_executed_once_its_heartbeat_expire
 def _table_with_two_slices(tmp_path: Path) -> tuple[Path, str]:
     """File groups with an older slice (compacted once) and a newer one, and a second plan pending."""
     path = _table(tmp_path)
-    (first,) = run_compaction(HudiTable(str(path)), schedule=True, config=CompactionConfig.from_options(
-        {"hoodie.compact.inline.max.delta.commits": "1"}))
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", max_rows_per_file=100, small_file_limit=0)
+    (_first,) = run_compaction(
+        HudiTable(str(path)),
+        schedule=True,
+        config=CompactionConfig.from_options({"hoodie.compact.inline.max.delta.commits": "1"}),
+    )
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        max_rows_per_file=100,
+        small_file_limit=0,
+    )
     rows = read_snapshot_table(HudiTable(str(path)))
     for n in range(2):
-        upd = generate_updates(rows.select([c for c in rows.column_names if not c.startswith("_hoodie")]),
-                               fraction=0.3, seed=10 + n, ts_offset=(n + 5) * 10**7)
+        upd = generate_updates(
+            rows.select([c for c in rows.column_names if not c.startswith("_hoodie")]),
+            fraction=0.3,
+            seed=10 + n,
+            ts_offset=(n + 5) * 10**7,
+        )
         write_table(str(path), upd, operation="upsert", options=opts)
     return path, str(schedule_compaction(HudiTable(str(path)), force=True).instant)
 
@@ -197,8 +230,16 @@ def test_clean_while_a_compaction_executes_keeps_every_row(tmp_path: Path) -> No
     p1 = _start_held(path, gate, instant, SHORT)
     try:
         _wait_first_task(p1, gate)
-        r = _cli("clean", str(path), "--engine", "local", "--json", "--option", "hoodie.cleaner.commits.retained=1",
-                 *_options(PATIENT))
+        r = _cli(
+            "clean",
+            str(path),
+            "--engine",
+            "local",
+            "--json",
+            "--option",
+            "hoodie.cleaner.commits.retained=1",
+            *_options(PATIENT),
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         assert json.loads(r.stdout)["deleted"] > 0, "the clean deleted nothing: the test would prove nothing"
         assert_same_rows(hudi_rs_snapshot(path), before)
@@ -244,12 +285,26 @@ def test_a_pending_clean_is_not_executed_twice_at_once(tmp_path: Path) -> None:
     instant = str(inst.time)
     gate = tmp_path / "gate"
     gate.mkdir()
-    p1 = subprocess.Popen([sys.executable, "-c", _HELD_CLEAN, str(path), str(gate), instant], env=_env(),
-                          cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p1 = subprocess.Popen(
+        [sys.executable, "-c", _HELD_CLEAN, str(path), str(gate), instant],
+        env=_env(),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_first_task(p1, gate)
-        r = _cli("clean", str(path), "--engine", "local", "--json", "--option", "hoodie.cleaner.commits.retained=1",
-                 *_options(PATIENT))
+        r = _cli(
+            "clean",
+            str(path),
+            "--engine",
+            "local",
+            "--json",
+            "--option",
+            "hoodie.cleaner.commits.retained=1",
+            *_options(PATIENT),
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         assert instant not in json.loads(r.stdout)["instants"] and f"Skipping clean {instant}" in r.stderr, r.stderr
         assert HudiTable(str(path)).timeline.get(instant, Action.CLEAN).state is State.INFLIGHT
@@ -263,3 +318,36 @@ def test_a_pending_clean_is_not_executed_twice_at_once(tmp_path: Path) -> None:
     assert int(out.strip().splitlines()[-1]) == planning.file_count
     assert HudiTable(str(path)).timeline.get(instant, Action.CLEAN).is_completed
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+@pytest.mark.dagster
+def test_dagster_backfill_skips_a_plan_another_process_executes(tmp_path: Path) -> None:
+    import dagster as dg
+
+    from lake_orchestration.dagster import HudiTableConfig, build_hudi_definitions
+
+    path = _table(tmp_path)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    gate = tmp_path / "gate"
+    p1 = _start_held(path, gate, instant, SHORT)
+    try:
+        _wait_first_task(p1, gate)
+        written = sorted(p.name for p in path.rglob(f"*_{instant}.parquet"))
+        cfg = HudiTableConfig(name="t", base_path=str(path), engine="local", compaction_options=PATIENT)
+        job = build_hudi_definitions(tables=[cfg]).resolve_job_def("t__compaction")
+        with dg.instance_for_test() as instance:
+            instance.add_dynamic_partitions("t__compaction_instants", [instant])
+            result = job.execute_in_process(instance=instance, partition_key=instant)
+        assert result.success
+        (mat,) = result.asset_materializations_for_node("hudi__t__compaction")
+        assert "being executed by another process" in mat.metadata["skipped"].value
+        assert sorted(p.name for p in path.rglob(f"*_{instant}.parquet")) == written
+        (gate / "go").touch()
+        _, err = p1.communicate(timeout=120)
+    finally:
+        if p1.poll() is None:
+            p1.kill()
+            p1.wait()
+    assert p1.returncode == 0, err
+    _assert_compacted_once(path, instant, before)
