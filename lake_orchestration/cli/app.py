@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.cli.output import emit_json, table
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import LakeOrchestrationError
+from lake_orchestration.errors import EngineError, LakeOrchestrationError
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import ReadStats, read_snapshot, table_arrow_schema
 
@@ -31,6 +31,9 @@ def _errors(fn: F) -> F:
         verbose = bool((ctx.find_root().obj or {}).get("verbose"))
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            # the reader of stdout went away (``| head``): click exits quietly (no traceback, no message)
+            raise
         except (LakeOrchestrationError, ValueError, OSError, NotImplementedError) as err:
             if verbose:
                 traceback.print_exc()
@@ -38,6 +41,16 @@ def _errors(fn: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _spark_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Check ``--spark-master`` before anything runs: a bad URL is a usage error, not a JVM traceback."""
+    from lake_orchestration.engines.spark_session import validate_spark_master
+
+    try:
+        return validate_spark_master(value)
+    except EngineError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
 
 
 @click.group()
@@ -298,7 +311,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Where the file-group tasks run.",
 )
-@click.option("--spark-master", default="local[*]", show_default=True)
+@click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_errors
 def write_cmd(
@@ -366,8 +379,14 @@ def write_cmd(
 
 @cli.command("generate")
 @click.argument("output", type=click.Path(dir_okay=False))
-@click.option("--rows", default=0, show_default=True, help="New trips to generate.")
-@click.option("--partitions", default=3, show_default=True, help="Cities (partitions) for new trips, 1..8.")
+@click.option("--rows", default=0, show_default=True, type=click.IntRange(min=0), help="New trips to generate.")
+@click.option(
+    "--partitions",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 8),
+    help="Cities (partitions) for new trips, 1..8.",
+)
 @click.option(
     "--from",
     "from_path",
@@ -375,11 +394,18 @@ def write_cmd(
     default=None,
     help="Existing rows to derive updates/deletes from.",
 )
-@click.option("--update-fraction", default=0.0, show_default=True, help="Share of --from rows to update.")
+@click.option(
+    "--update-fraction",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Share of --from rows to update.",
+)
 @click.option(
     "--delete-fraction",
     default=0.0,
     show_default=True,
+    type=click.FloatRange(0.0, 1.0),
     help="Share of --from rows to delete (rows with _hoodie_is_deleted=true, applied by an upsert).",
 )
 @click.option("--seed", default=42, show_default=True)
@@ -474,11 +500,13 @@ def compaction_schedule(
     show_default=True,
     help="Order of pending plans.",
 )
-@click.option("--max-plans", default=1, show_default=True, help="Run at most this many plans.")
+@click.option(
+    "--max-plans", default=1, show_default=True, type=click.IntRange(min=1), help="Run at most this many plans."
+)
 @click.option("--schedule", is_flag=True, help="Schedule a plan first (the trigger strategy applies).")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
-@click.option("--spark-master", default="local[*]", show_default=True)
+@click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_errors
 def compaction_run(
@@ -668,7 +696,12 @@ def _duration_seconds(text: str) -> float:
 
 @cli.command("rollback")
 @click.argument("path")
-@click.option("--instant-time", default=None, help="Roll back this pending write (or inflight compaction).")
+@click.option(
+    "--instant-time",
+    default=None,
+    help="Roll back this pending write (or inflight compaction); or remove this pending rollback whose plan does "
+    "not decode.",
+)
 @click.option("--stale", is_flag=True, help="Roll back every stale pending write (expired heartbeat / timeout).")
 @click.option(
     "--timeout", default=None, help="With --stale: also writes without a heartbeat older than this (15m, 2h)."
@@ -693,18 +726,36 @@ def rollback_cmd(
     as_json: bool,
 ) -> None:
     """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
+    from lake_orchestration.config.options import parse_int_option
     from lake_orchestration.hudi.model.avro import RollbackPlan
     from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
 
     if bool(instant_time) == stale:
         raise ValueError("give exactly one of --instant-time T or --stale")
     opts = _parse_options(options)
+    # 0 would judge every live write stale: at least one interval, one miss
+    hb = {
+        k: parse_int_option(k.key, opts.get(k.key, k.default), minimum=1, service="rollback")
+        for k in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES)
+    }
     t = HudiTable(path)
+    if instant_time and _is_pending_rollback(t, instant_time):
+        from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
+
+        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run)
+        if as_json:
+            emit_json({"removed_pending_rollback": instant_time, "dry_run": dry_run, "files": removed})
+            return
+        click.echo(
+            f"{'Would remove' if dry_run else 'Removed'} the pending rollback {instant_time} whose plan does not "
+            f"decode: {', '.join(removed)}. Roll back its failed write again (lake-orch rollback {path} --stale)"
+        )
+        return
     if instant_time:
         results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
     else:
-        interval = int(opts.get(HoodieKey.HEARTBEAT_INTERVAL_MS.key, HoodieKey.HEARTBEAT_INTERVAL_MS.default))
-        misses = int(opts.get(HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key, HoodieKey.HEARTBEAT_TOLERABLE_MISSES.default))
+        interval = hb[HoodieKey.HEARTBEAT_INTERVAL_MS]
+        misses = hb[HoodieKey.HEARTBEAT_TOLERABLE_MISSES]
         results = [
             (str(s.instant.time), s.reason, r)
             for s, r in rollback_stale_writes(
@@ -747,6 +798,13 @@ def rollback_cmd(
                 click.echo(f"Rolled back {row['instant']} ({row['reason']}) with rollback {row['rollback_instant']}")
 
 
+def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
+    from lake_orchestration.hudi.model.instant import Action
+
+    inst = t.timeline.get(instant_time, Action.ROLLBACK)
+    return inst is not None and inst.action is Action.ROLLBACK and not inst.is_completed
+
+
 # -- clean / savepoint -------------------------------------------------------------------------------------------
 @cli.command("clean")
 @click.argument("path")
@@ -765,7 +823,7 @@ def rollback_cmd(
     show_default=True,
     help="Where the deletes run: Spark tasks or a local thread pool.",
 )
-@click.option("--spark-master", default="local[*]", show_default=True)
+@click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_errors
 def clean_cmd(
@@ -955,7 +1013,13 @@ def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: boo
     show_default=True,
     help="Engine for the snapshot read.",
 )
-@click.option("--spark-master", default="local[*]", show_default=True, help="spark.master for --engine spark.")
+@click.option(
+    "--spark-master",
+    default="local[*]",
+    show_default=True,
+    callback=_spark_master,
+    help="spark.master for --engine spark.",
+)
 @_errors
 def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
     """Build the demo MOR table with this project's writer, then show its timeline, slices and snapshot."""

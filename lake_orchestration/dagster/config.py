@@ -374,7 +374,8 @@ DEFAULT_SPARK_CONFIG: dict[str, str] = {
 
 
 def normalize_spark_config(conf: Mapping[str, Any] | None, *, where: str = "spark_config") -> dict[str, str]:
-    """``spark_config`` as strings over the embedded default; keys must be Spark's (``spark.*``)."""
+    """``spark_config`` as strings over the embedded default; keys must be Spark's (``spark.*``), and
+    ``spark.master`` a URL Spark accepts (checked here, not when the first step starts a JVM)."""
     out = dict(DEFAULT_SPARK_CONFIG)
     for k, v in (conf or {}).items():
         if not isinstance(k, str) or not k.startswith("spark."):
@@ -382,6 +383,13 @@ def normalize_spark_config(conf: Mapping[str, Any] | None, *, where: str = "spar
         if not isinstance(v, str | int | float | bool):
             raise HudiConfigError(where, f"{k} must be a string, number or boolean, got {type(v).__name__}")
         out[k] = _option_str(v)
+    from lake_orchestration.engines.spark_session import validate_spark_master
+    from lake_orchestration.errors import EngineError
+
+    try:
+        validate_spark_master(out["spark.master"])
+    except EngineError as err:
+        raise HudiConfigError(where, str(err)) from None
     return out
 
 

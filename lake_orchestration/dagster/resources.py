@@ -18,6 +18,10 @@ class HudiPySparkResource(LazyPySparkResource):
     """
 
     def _init_session(self) -> None:
+        if self._spark_session is None:
+            from lake_orchestration.engines.spark_session import validate_spark_master
+
+            validate_spark_master(str(self.spark_config.get("spark.master", "local[*]")))
         if self._spark_session is None and str(self.spark_config.get("spark.master", "")).startswith("local"):
             from lake_orchestration.engines.java import check_java
 

@@ -34,8 +34,13 @@ pytestmark = pytest.mark.fixtures
 GetFixture = Callable[[HudiFixture], Path]
 TYPE_KEY = "hoodie.table.type"
 VERSION_KEY = "hoodie.table.version"
-META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-        "_hoodie_file_name")  # fmt: skip
+META = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 
 
 def _props(base: Path) -> Path:
@@ -64,8 +69,13 @@ def _tree(base: Path) -> dict[str, bytes]:
 def _project_mor_table(tmp_path: Path) -> Path:
     """A MERGE_ON_READ table written by this project: a bulk insert, then two upserts (log files)."""
     path = tmp_path / "mor"
-    opts = WriteOptions(table_name="mor", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts")  # fmt: skip
+    opts = WriteOptions(
+        table_name="mor",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+    )
     rows = generate_trips(300, partitions=3, seed=5)
     write_table(str(path), rows, operation="bulk_insert", options=opts)
     for seed in (6, 7):
@@ -135,8 +145,9 @@ def test_missing_table_type_project_mor_table_with_log_files_write_refused_nothi
     oracle_before = hudi_rs_snapshot(base)
     assert oracle_before is not None
     ours_before = read_snapshot_table(HudiTable(str(base)))
-    input_file = _input_file(tmp_path, generate_updates(ours_before.drop_columns(list(META)), fraction=0.5, seed=9,
-                                                        ts_offset=100))  # fmt: skip
+    input_file = _input_file(
+        tmp_path, generate_updates(ours_before.drop_columns(list(META)), fraction=0.5, seed=9, ts_offset=100)
+    )
     line = _drop_key(base, TYPE_KEY)
     with pytest.raises(InvalidTablePropertiesError, match=TYPE_KEY):
         write_table(str(base), pq.read_table(input_file), operation="upsert")

@@ -14,7 +14,6 @@ from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import (
-    CorruptFileError,
     FileAlreadyExistsError,
     InstantNotFoundError,
     InvalidInstantStateError,
@@ -260,6 +259,21 @@ class HudiTable:
         """Content of an instant's file (plan files are read from the requested state, as Java does)."""
         path = self.instant_path(instant)
         if not self.storage.exists(path):
+            inflight = instant.with_state(State.INFLIGHT)
+            if (
+                instant.state is State.REQUESTED
+                and instant.action is Action.COMPACTION
+                and self.storage.exists(self.instant_path(inflight))
+            ):
+                t = instant.time
+                raise InvalidInstantStateError(
+                    self.base_uri,
+                    str(t),
+                    f"{inflight.file_name} has no {instant.file_name} (the compaction plan): nothing can read or run "
+                    f"this compaction, nor build the file-system view. Restore the plan file from a copy, or roll the "
+                    f"attempt back and remove the compaction with 'lake-orch compaction rollback {self.base_uri} "
+                    f"--instant-time {t}' (it deletes the base files named with {t}, which no completed commit wrote)",
+                )
             raise InstantNotFoundError(self.base_uri, str(instant.time), f"missing {instant.file_name}")
         return self.storage.read_bytes(path)
 
@@ -329,8 +343,10 @@ class HudiTable:
         for inst in reversed(self.timeline.completed_commits().instants):
             try:
                 schema_json = self.commit_metadata(inst).schema
-            except (CorruptFileError, StorageError):
+            except StorageError:
                 continue
+            # a completed commit whose metadata does not decode (CorruptFileError) stops here, naming the file:
+            # the table schema cannot be known (hudi-rs and Java refuse such a table too)
             if schema_json:
                 schema = parse_schema(schema_json, where=inst.file_name)
                 return with_meta_fields(schema) if self.config.populate_meta_fields else schema
@@ -364,7 +380,7 @@ class HudiTable:
         for inst in pending:
             req = Instant(inst.time, action, State.REQUESTED)
             path = self.instant_path(req)
-            plan = CompactionPlan.from_bytes(self.storage.read_bytes(path), path=self.storage.uri(path))
+            plan = CompactionPlan.from_bytes(self.read_instant(req), path=self.storage.uri(path))
             for op in plan.operations:
                 out[FileGroupId(op.partition_path or "", op.file_id or "")] = inst.time
         return out

@@ -127,6 +127,9 @@ def read_snapshot(
     latest = as_of or table.timeline.latest_completed_commit_time()
     if latest is None:
         return
+    # The latest commit's metadata holds the table schema: one that does not decode stops the read, naming the file
+    # (CorruptFileError), as hudi-rs and Java refuse such a table, instead of reading on with an older schema.
+    table.latest_schema()
     view = table.fs_view()
     flt = InstantFilter.from_timeline(timeline, latest_instant=str(latest))
     cfg = merge_config_for(table)

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
+from lake_orchestration.config.options import parse_bool_option, parse_int_option
+from lake_orchestration.errors import InvalidOptionError, InvalidTablePropertiesError, TableNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
@@ -121,7 +122,13 @@ class WriteOptions:
         if v := get("hoodie.table.name", "hoodie.datasource.write.table.name"):
             kw["table_name"] = v
         if v := get("hoodie.datasource.write.table.type", "hoodie.table.type"):
-            kw["table_type"] = TableType(v.upper())
+            try:
+                kw["table_type"] = TableType(v.strip().upper())
+            except ValueError:
+                key = next(k for k in ("hoodie.datasource.write.table.type", "hoodie.table.type") if o.get(k))
+                raise InvalidOptionError(
+                    f"Invalid write option {key}={v!r}: expected COPY_ON_WRITE or MERGE_ON_READ"
+                ) from None
         if v := get("hoodie.datasource.write.recordkey.field", "hoodie.table.recordkey.fields"):
             kw["record_key_fields"] = csv(v)
         if v := get("hoodie.datasource.write.partitionpath.field", "hoodie.table.partition.fields"):
@@ -131,29 +138,27 @@ class WriteOptions:
         if v := get("hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"):
             kw["key_generator"] = v
         if v := get("hoodie.datasource.write.hive_style_partitioning"):
-            kw["hive_style_partitioning"] = v.lower() == "true"
+            kw["hive_style_partitioning"] = parse_bool_option(
+                "hoodie.datasource.write.hive_style_partitioning", v, service="write"
+            )
         if v := get("hoodie.compaction.payload.class", "hoodie.datasource.write.payload.class"):
             kw["payload_class"] = v
         if v := get("hoodie.combine.before.insert"):
-            kw["combine_before_insert"] = v.lower() == "true"
+            kw["combine_before_insert"] = parse_bool_option("hoodie.combine.before.insert", v, service="write")
         if v := get("hoodie.parquet.small.file.limit"):
-            kw["small_file_limit"] = _int(v, "hoodie.parquet.small.file.limit")
+            kw["small_file_limit"] = parse_int_option("hoodie.parquet.small.file.limit", v, service="write")
         if v := get("hoodie.parquet.max.file.size"):
-            kw["max_file_size"] = _int(v, "hoodie.parquet.max.file.size")
+            kw["max_file_size"] = parse_int_option("hoodie.parquet.max.file.size", v, minimum=1, service="write")
         if v := get("hoodie.parquet.compression.codec"):
             kw["compression"] = v.lower()
         if v := get(HoodieKey.HEARTBEAT_INTERVAL_MS.key):
-            kw["heartbeat_interval_ms"] = _int(v, HoodieKey.HEARTBEAT_INTERVAL_MS.key)
+            # 0 or less would make every live write look stale to a rollback
+            kw["heartbeat_interval_ms"] = parse_int_option(
+                HoodieKey.HEARTBEAT_INTERVAL_MS.key, v, minimum=1, service="write"
+            )
         kw["lock"] = LockConfig.from_options(o)
         kw.update(overrides)
         return cls(**kw)
-
-
-def _int(v: str, key: str) -> int:
-    try:
-        return int(v)
-    except ValueError as err:
-        raise ValueError(f"Option {key}={v!r} is not an integer") from err
 
 
 @dataclass

@@ -57,9 +57,12 @@ class ArchiveConfig:
         def integer(key: HoodieKey) -> int:
             raw = merged.get(key.key, key.default or "")
             try:
-                return int(raw)
+                value = int(raw)
             except ValueError as err:
                 raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected an integer") from err
+            if value < 0:
+                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected an integer >= 0")
+            return value
 
         def boolean(key: HoodieKey) -> bool:
             raw = merged.get(key.key, key.default or "false")

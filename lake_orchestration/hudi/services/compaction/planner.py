@@ -244,6 +244,9 @@ def schedule_compaction(
             reason = trigger_reason(table, instant, cfg)
             if reason:
                 return ScheduleResult(None, None, reason)
+        # the plan's execution needs the table schema: a latest commit whose metadata does not decode stops here,
+        # naming the file (CorruptFileError), before a plan that no run could execute is written
+        table.latest_schema()
         plan = generate_plan(table, cfg)
         if not plan.operations:
             return ScheduleResult(None, None, "no file slice with log files to compact")

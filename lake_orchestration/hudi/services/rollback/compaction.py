@@ -24,6 +24,7 @@ from lake_orchestration.hudi.model.avro import (
 )
 from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan, read_rollback_plan
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
@@ -49,6 +50,9 @@ def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict
 def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
     """Partition -> base files the inflight attempt of compaction ``instant`` wrote (what a rollback deletes)."""
     req = Instant(InstantTime(instant), Action.COMPACTION, State.REQUESTED)
+    if req.action is Action.COMPACTION and not table.storage.exists(table.instant_path(req)):
+        # the plan is missing (repair of an inflight compaction without its requested file): list the attempt's files
+        return compaction_attempt_files_without_plan(table, instant)
     plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
     return _attempt_files(table, plan, instant)
 
@@ -56,8 +60,7 @@ def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
 def pending_rollback_of(table: HudiTable, instant: str) -> tuple[Instant, RollbackPlan] | None:
     """The pending rollback whose plan targets ``instant`` (one that crashed half-way), with its plan."""
     for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
-        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
-        rp = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        rp = read_rollback_plan(table, pending)  # an unreadable plan: an error saying how to remove it
         if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
             return pending, rp
     return None

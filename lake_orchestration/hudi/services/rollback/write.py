@@ -42,6 +42,7 @@ from lake_orchestration.hudi.services.rollback.compaction import (
     rollback_inflight_compaction,
     rollback_metadata,
 )
+from lake_orchestration.hudi.services.rollback.repair import read_rollback_plan
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
@@ -92,8 +93,7 @@ def _interrupted_rollbacks(table: HudiTable) -> list[StaleWrite]:
     out = []
     tl = table.timeline
     for pending in tl.pending().with_actions(Action.ROLLBACK):
-        r = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
-        plan = RollbackPlan.from_bytes(table.read_instant(r), path=table.storage.uri(table.instant_path(r)))
+        plan = read_rollback_plan(table, pending)  # an unreadable plan: an error saying how to remove it
         itr = plan.instant_to_rollback
         if itr is None or not itr.commit_time or itr.action not in {a.value for a in _WRITE_ACTIONS}:
             continue
