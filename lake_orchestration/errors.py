@@ -122,11 +122,27 @@ class CorruptFileError(LakeOrchestrationError):
 
 
 class CorruptLogBlockError(CorruptFileError):
-    """A log block that cannot be decoded although its framing looked intact."""
+    """A log block whose frame is intact but whose content does not decode (Avro data, parquet data, delete block).
 
-    def __init__(self, path: str, offset: int, detail: str) -> None:
+    Only framing corruption (a torn write: bad magic, a size past the end, a trailing length mismatch) is skipped
+    and counted, as Java's ``HoodieLogFileReader.isBlockCorrupt`` does; content that does not decode is an error,
+    raised before anything is written.
+    """
+
+    def __init__(
+        self, path: str, offset: int, detail: str, *, instant: str | None = None, block_type: str | None = None
+    ) -> None:
         self.offset = offset
-        super().__init__(path, f"log block at byte {offset}: {detail}")
+        self.instant = instant
+        self.block_type = block_type
+        self.reason = detail
+        kind = block_type or "log block"
+        super().__init__(
+            path,
+            f"{kind} at byte {offset} of instant {instant or '(no INSTANT_TIME header)'}: {detail}. Its frame is "
+            "intact, so it is not a torn write that readers skip: restore the log file from a copy before reading, "
+            "writing to or compacting its file group",
+        )
 
 
 class SchemaError(LakeOrchestrationError):

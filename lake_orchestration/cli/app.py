@@ -220,27 +220,41 @@ def fsview_show(path: str, all_slices: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the read summary as JSON.")
 @_errors
 def read_cmd(path: str, output: str, as_of: str | None, as_json: bool) -> None:
-    """Write the merged snapshot (all columns, meta columns included) to a parquet file."""
+    """Write the merged snapshot (all columns, meta columns included) to a parquet file.
+
+    The rows go to a temporary file next to OUTPUT, renamed to OUTPUT once the whole snapshot is read: a read that
+    fails (a log block that does not decode, ...) leaves no partial OUTPUT and an existing OUTPUT untouched.
+    """
+    import contextlib
+    import os
+
     t = HudiTable(path)
     stats = ReadStats()
     writer = None
     schema = None
+    tmp = os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.{os.getpid()}.tmp")
     try:
-        for part in read_snapshot(t, as_of=as_of, stats=stats):
+        try:
+            for part in read_snapshot(t, as_of=as_of, stats=stats):
+                if writer is None:
+                    schema = part.schema
+                    writer = pq.ParquetWriter(tmp, schema)
+                writer.write_table(part if part.schema.equals(schema) else part.cast(schema))
             if writer is None:
-                schema = part.schema
-                writer = pq.ParquetWriter(output, schema)
-            writer.write_table(part if part.schema.equals(schema) else part.cast(schema))
-        if writer is None:
-            empty = table_arrow_schema(t)
-            if empty is None:
-                import pyarrow as pa
+                empty = table_arrow_schema(t)
+                if empty is None:
+                    import pyarrow as pa
 
-                empty = pa.schema([])
-            pq.write_table(empty.empty_table(), output)
-    finally:
-        if writer is not None:
-            writer.close()
+                    empty = pa.schema([])
+                pq.write_table(empty.empty_table(), tmp)
+        finally:
+            if writer is not None:
+                writer.close()
+        os.replace(tmp, output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     summary = {
         "output": output,
         "rows": stats.rows,

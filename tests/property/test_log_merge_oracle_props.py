@@ -174,8 +174,7 @@ def run_library(base: list[Row], blocks: list[Block], semantics: MergeSemantics,
         for b in blocks
     ]
     config = MergeConfig(semantics=semantics, ordering_field="ts", key_field="_hoodie_record_key")
-    log_records = resolve_log_records(decoded, config)
-    assert log_records.corrupt_blocks == 0
+    log_records = resolve_log_records(decoded, config)  # raises CorruptLogBlockError if a block does not decode
     base_table = _rows_table(base, "20240101000000000")
     batches = iter(base_table.to_batches(max_chunksize=batch)) if base else None
     parts = list(merge_slice_batches(batches, ARROW_SCHEMA if base else None, log_records, config))

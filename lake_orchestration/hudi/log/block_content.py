@@ -5,6 +5,11 @@ Decoding is the hot path of every merged read: the block body is wrapped, unchan
 schema starts with a ``fixed(4)`` field that swallows each record's length prefix, and decoded by polars (Rust,
 ~9x faster than fastavro). Schemas polars cannot decode (maps, enums, fixed/decimal, multi-branch unions,
 time types) fall back to fastavro.
+
+Content that does not decode is an error, never a skipped block: ``decode_data_block`` and ``decode_delete_block``
+turn every decode failure, whatever its type (a polars panic, fastavro, struct, Arrow or UTF-8 errors), into one
+``CorruptLogBlockError`` naming the file, the block offset and its instant, as Java fails the task when a block's
+content does not deserialize. Only framing corruption is skipped (``log_format.iter_blocks``).
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ from decimal import Decimal
 from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lake_orchestration.errors import CorruptLogBlockError
+from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, non_null_branch
 
 AVRO_BLOCK_VERSION = 3
@@ -32,12 +40,73 @@ _LEN_FIELD = "__hudi_record_length"
 
 try:  # polars is a hard dependency, but keep the fallback honest if it fails to import on a platform
     import polars as _pl
+    from polars.exceptions import PanicException as _PolarsPanic
 except ImportError:  # pragma: no cover
     _pl = None
 
+    class _PolarsPanic(Exception):  # type: ignore[no-redef]
+        pass
+
+
+# A panic in polars' Rust code surfaces as pyo3's PanicException, a BaseException: caught with Exception, but
+# never KeyboardInterrupt, SystemExit or MemoryError.
+_DECODE_FAILURES = (Exception, _PolarsPanic)
+
 
 class BlockDecodeError(Exception):
-    """Content of a block could not be decoded (the caller turns it into a counted corrupt block)."""
+    """Content of a block could not be decoded (``decode_data_block``/``decode_delete_block`` raise it as a
+    ``CorruptLogBlockError`` naming the block)."""
+
+
+# -- whole blocks ----------------------------------------------------------------------------------------------------
+def decode_data_block(block: LogBlock, schemas: dict[str, dict[str, Any]] | None = None) -> pa.Table:
+    """The records of an Avro or parquet data block.
+
+    ``schemas`` caches the parsed ``SCHEMA`` headers (writer schemas) across the blocks of a scan.
+
+    Raises:
+        CorruptLogBlockError: the content (or its schema header) does not decode, whatever the underlying error.
+    """
+    try:
+        text = block.get(HeaderKey.SCHEMA) or ""
+        schema = schemas.get(text) if schemas is not None else None
+        if schema is None and (text or block.block_type is LogBlockType.AVRO_DATA_BLOCK):
+            schema = json.loads(text)
+            if schemas is not None:
+                schemas[text] = schema
+        if block.block_type is LogBlockType.AVRO_DATA_BLOCK:
+            return decode_avro_data(block.content, text, schema)
+        if block.block_type is LogBlockType.PARQUET_DATA_BLOCK:
+            return decode_parquet_data(block.content)
+        raise BlockDecodeError(f"{block.block_type.name} content is not decoded by this reader")
+    except MemoryError:
+        raise
+    except _DECODE_FAILURES as err:
+        raise corrupt_block_error(block, err) from err
+
+
+def decode_delete_block(block: LogBlock) -> list[DeleteRecord]:
+    """The deleted keys of a delete block.
+
+    Raises:
+        CorruptLogBlockError: the content does not decode, whatever the underlying error.
+    """
+    try:
+        return decode_delete_content(block.content)
+    except MemoryError:
+        raise
+    except _DECODE_FAILURES as err:
+        raise corrupt_block_error(block, err) from err
+
+
+def corrupt_block_error(block: LogBlock, err: BaseException) -> CorruptLogBlockError:
+    """The error for a well-framed block whose content failed to decode with ``err``."""
+    detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if not isinstance(err, BlockDecodeError):
+        detail = f"{type(err).__name__}: {detail}" if detail else type(err).__name__
+    return CorruptLogBlockError(
+        block.path or "<log bytes>", block.offset, detail, instant=block.instant_time, block_type=block.block_type.name
+    )
 
 
 # -- Avro data blocks ------------------------------------------------------------------------------------------------
@@ -56,13 +125,27 @@ def decode_avro_data(content: bytes, schema_json: str, schema: dict[str, Any] | 
     if count == 0:
         return target.empty_table()
     body = memoryview(content)[8:]
+    polars_error: BaseException | None = None
     if _pl is not None and polars_can_decode(schema):
         try:
             return _decode_polars(body, count, schema, target)
-        except Exception as err:
-            if isinstance(err, MemoryError):
-                raise
-    return _decode_fastavro(body, count, schema, target)
+        except MemoryError:
+            raise
+        except _DECODE_FAILURES as err:
+            # Content polars refuses (or panics on) is decoded again by fastavro, record by record with each
+            # record's length prefix checked: a block that is really corrupt fails there too, with a precise reason.
+            polars_error = err
+    try:
+        return _decode_fastavro(body, count, schema, target)
+    except BlockDecodeError as err:
+        if polars_error is not None:
+            raise BlockDecodeError(f"{err} (polars: {_first_line(polars_error)})") from err
+        raise
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
 def _decode_polars(body: memoryview, count: int, schema: dict[str, Any], target: pa.Schema) -> pa.Table:
@@ -89,8 +172,25 @@ def _decode_polars(body: memoryview, count: int, schema: dict[str, Any], target:
     df = _pl.read_avro(io.BytesIO(container))
     if df.height != count:
         raise BlockDecodeError(f"decoded {df.height} records, header says {count}")
+    _check_record_lengths(df.get_column(_LEN_FIELD).to_arrow(), len(body))
     table = df.drop(_LEN_FIELD).to_arrow()
     return _cast(table, target)
+
+
+def _check_record_lengths(prefixes: pa.Array | pa.ChunkedArray, body_size: int) -> None:
+    """The record length prefixes polars read (as ``fixed(4)`` values) must add up to the block body.
+
+    polars does not check a record's length prefix against its datum: a datum whose bytes were damaged can decode
+    to a different length, and every later record is then read from the wrong offset. Those misread prefixes no
+    longer add up to the body (4 bytes + the datum per record), which fastavro, checking record by record, reports.
+    """
+    if isinstance(prefixes, pa.ChunkedArray):
+        prefixes = prefixes.combine_chunks()
+    fixed = prefixes.cast(pa.binary(4))
+    lengths = np.frombuffer(fixed.buffers()[1], dtype=">i4", count=len(fixed), offset=fixed.offset * 4)
+    total = int(lengths.astype(np.int64).sum()) + 4 * len(fixed)
+    if (lengths < 0).any() or total != body_size:
+        raise BlockDecodeError(f"record length prefixes add up to {total} bytes, the block body has {body_size}")
 
 
 def _decode_fastavro(body: memoryview, count: int, schema: dict[str, Any], target: pa.Schema) -> pa.Table:
@@ -107,10 +207,17 @@ def _decode_fastavro(body: memoryview, count: int, schema: dict[str, Any], targe
             rows.append(fastavro.schemaless_reader(buf, parsed, None))
             if buf.tell() - start != length:
                 raise BlockDecodeError(f"record length {length} does not match its datum ({buf.tell() - start})")
-    except (EOFError, ValueError, IndexError, UnicodeDecodeError, StopIteration) as err:
-        raise BlockDecodeError(f"avro decode failed: {err}") from err
-    rows = [_fastavro_to_arrow_values(r, schema) for r in rows] if _needs_value_fixup(schema) else rows
-    return pa.Table.from_pylist(rows, schema=target)
+    except BlockDecodeError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as err:  # EOFError, ValueError, OverflowError, IndexError, UnicodeDecodeError, struct.error...
+        raise BlockDecodeError(f"avro decode failed: {_first_line(err)}") from err
+    try:
+        rows = [_fastavro_to_arrow_values(r, schema) for r in rows] if _needs_value_fixup(schema) else rows
+        return pa.Table.from_pylist(rows, schema=target)
+    except (pa.ArrowException, ValueError, TypeError) as err:
+        raise BlockDecodeError(f"decoded values do not fit the writer schema: {_first_line(err)}") from err
 
 
 def _cast(table: pa.Table, target: pa.Schema) -> pa.Table:

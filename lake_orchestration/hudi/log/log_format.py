@@ -58,6 +58,7 @@ class LogBlock:
         offset: byte offset of the block's magic in the file.
         size: bytes the block occupies on disk.
         corrupt_reason: why a block was classified corrupt.
+        path: the log file the block was read from (for error messages; empty when read from bare bytes).
     """
 
     block_type: LogBlockType
@@ -67,6 +68,7 @@ class LogBlock:
     offset: int = 0
     size: int = 0
     corrupt_reason: str = ""
+    path: str = ""
 
     @property
     def header_map(self) -> dict[int, str]:
@@ -167,12 +169,13 @@ def _read_metadata(buf: memoryview, pos: int, end: int) -> tuple[tuple[tuple[int
     return tuple(items), pos
 
 
-def iter_blocks(data: bytes) -> Iterable[LogBlock]:
-    """Yield the blocks of a log file's bytes, in order.
+def iter_blocks(data: bytes, path: str = "") -> Iterable[LogBlock]:
+    """Yield the blocks of a log file's bytes, in order (``path``, the file's, is kept on each block).
 
     Corrupt bytes (bad magic, wrong block size, truncation, trailing-length mismatch, unparseable framing)
     become a ``CORRUPT_BLOCK`` that spans up to the next ``#HUDI#`` magic, as Java's reader does; reading
-    then continues from that magic. Never raises for bad content.
+    then continues from that magic. Never raises: the content of a well-framed block is not looked at here (a
+    content that does not decode is an error where it is decoded, see ``block_content``).
     """
     buf = memoryview(data)
     n = len(data)
@@ -182,22 +185,22 @@ def iter_blocks(data: bytes) -> Iterable[LogBlock]:
             break  # Java's readFully(6) of the next magic hits EOF: fewer than 6 stray bytes end the file
         if data[pos : pos + 6] != MAGIC:
             nxt = _next_magic(data, pos + 1)
-            yield _corrupt(data, pos, pos, nxt, "no #HUDI# magic at block start")
+            yield _corrupt(data, pos, pos, nxt, "no #HUDI# magic at block start", path)
             pos = nxt
             continue
         reason = _check_frame(data, buf, pos)
         if reason:
             nxt = _next_magic(data, pos + 6)
-            yield _corrupt(data, pos, pos + 6, nxt, reason)
+            yield _corrupt(data, pos, pos + 6, nxt, reason, path)
             pos = nxt
             continue
         (size,) = _I64.unpack_from(buf, pos + 6)
         end = pos + 14 + size
         try:
-            yield _parse_block(data, buf, pos, end)
+            yield _parse_block(data, buf, pos, end, path)
         except _FramingError as err:
             nxt = _next_magic(data, pos + 6)
-            yield _corrupt(data, pos, pos + 6, nxt, str(err))
+            yield _corrupt(data, pos, pos + 6, nxt, str(err), path)
             pos = nxt
             continue
         pos = end
@@ -220,7 +223,7 @@ def _check_frame(data: bytes, buf: memoryview, pos: int) -> str:
     return ""
 
 
-def _parse_block(data: bytes, buf: memoryview, pos: int, end: int) -> LogBlock:
+def _parse_block(data: bytes, buf: memoryview, pos: int, end: int, path: str) -> LogBlock:
     p = pos + 14
     version, btype = struct.unpack_from(">ii", buf, p)
     p += 8
@@ -242,7 +245,7 @@ def _parse_block(data: bytes, buf: memoryview, pos: int, end: int) -> LogBlock:
     footer, p = _read_metadata(buf, p, end - 8)
     if p != end - 8:
         raise _FramingError(f"{end - 8 - p} unexpected bytes after the footer")
-    return LogBlock(block_type, header, content, footer, pos, end - pos)
+    return LogBlock(block_type, header, content, footer, pos, end - pos, path=path)
 
 
 def _next_magic(data: bytes, start: int) -> int:
@@ -250,5 +253,5 @@ def _next_magic(data: bytes, start: int) -> int:
     return len(data) if i < 0 else i
 
 
-def _corrupt(data: bytes, pos: int, content_start: int, nxt: int, reason: str) -> LogBlock:
-    return LogBlock(LogBlockType.CORRUPT_BLOCK, (), data[content_start:nxt], (), pos, nxt - pos, reason)
+def _corrupt(data: bytes, pos: int, content_start: int, nxt: int, reason: str, path: str) -> LogBlock:
+    return LogBlock(LogBlockType.CORRUPT_BLOCK, (), data[content_start:nxt], (), pos, nxt - pos, reason, path)

@@ -12,13 +12,15 @@ log = logging.getLogger(__name__)
 
 
 def read_log_blocks(storage: Storage, path: str) -> Iterator[LogBlock]:
-    """Blocks of one log file in file order; corrupt ones come back as CORRUPT_BLOCK with a warning logged."""
+    """Blocks of one log file in file order, each carrying the file's URI; blocks whose framing is corrupt come back
+    as CORRUPT_BLOCK with a warning logged."""
     data = storage.read_bytes(path)
-    for block in iter_blocks(data):
+    uri = storage.uri(path)
+    for block in iter_blocks(data, uri):
         if block.is_corrupt:
             log.warning(
                 "Corrupt log block in %s at byte %d (%d bytes): %s; skipped",
-                storage.uri(path),
+                uri,
                 block.offset,
                 block.size,
                 block.corrupt_reason,

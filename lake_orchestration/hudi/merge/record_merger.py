@@ -16,7 +16,6 @@ de-duplicated log keys with ``pyarrow.compute.index_in`` (no sort of the base fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,13 +25,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_orchestration.hudi.log.block_content import (
-    BlockDecodeError,
-    DeleteRecord,
-    decode_avro_data,
-    decode_delete_content,
-    decode_parquet_data,
-)
+from lake_orchestration.hudi.log.block_content import DeleteRecord, decode_data_block, decode_delete_block
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import IS_DELETED_FIELD, RECORD_KEY, non_null_branch
@@ -72,14 +65,13 @@ class LogRecords:
         records: winning data records (may include ``_hoodie_is_deleted = true`` rows).
         deleted_keys: keys whose latest version is a delete-block delete.
         total_log_records: data + delete records read from valid blocks.
-        corrupt_blocks: blocks whose content failed to decode (skipped and counted).
     """
 
     records: pa.Table | None
     deleted_keys: pa.Array
     total_log_records: int = 0
-    corrupt_blocks: int = 0
-    corrupt_reasons: list[str] = field(default_factory=list)
+    deletes: list[DeleteRecord] = field(default_factory=list)
+    """The winning delete of each key of ``deleted_keys`` (same order), with its ordering value."""
 
     @property
     def is_empty(self) -> bool:
@@ -99,46 +91,43 @@ class DecodeState:
     """What decoding learned along the way (needed to combine what was decoded)."""
 
     seq: int = 0
-    corrupt: int = 0
-    reasons: list[str] = field(default_factory=list)
     ordering_wrapper: str | None = None
 
 
 def decode_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig, state: DecodeState) -> Iterator[DecodedBlock]:
-    """Decode valid data/delete blocks oldest first; undecodable content is counted as corrupt and skipped."""
+    """Decode valid data/delete blocks oldest first.
+
+    Raises:
+        CorruptLogBlockError: a block's content does not decode (whatever the decoder raised); nothing is skipped.
+    """
     schema_cache: dict[str, dict[str, Any]] = {}
     for b in blocks:
-        try:
-            if b.block_type is LogBlockType.AVRO_DATA_BLOCK:
-                schema_json = b.get(HeaderKey.SCHEMA) or ""
-                schema = schema_cache.get(schema_json)
-                if schema is None:
-                    schema = schema_cache[schema_json] = json.loads(schema_json)
-                t = decode_avro_data(b.content, schema_json, schema)
-                if config.ordering_field and state.ordering_wrapper is None:
-                    state.ordering_wrapper = _wrapper_of_field(schema, config.ordering_field)
-            elif b.block_type is LogBlockType.PARQUET_DATA_BLOCK:
-                t = decode_parquet_data(b.content)
-                if config.ordering_field and state.ordering_wrapper is None and b.get(HeaderKey.SCHEMA):
-                    state.ordering_wrapper = _wrapper_of_field(
-                        json.loads(b.get(HeaderKey.SCHEMA) or "{}"), config.ordering_field
-                    )
-            elif b.block_type is LogBlockType.DELETE_BLOCK:
-                dels = []
-                for d in decode_delete_content(b.content):
-                    dels.append((state.seq, d))
-                    state.seq += 1
-                yield DecodedBlock(None, dels)
-                continue
-            else:
-                continue
-        except (BlockDecodeError, ValueError, pa.ArrowException) as err:
-            state.corrupt += 1
-            state.reasons.append(f"block at byte {b.offset} ({b.block_type.name}, instant {b.instant_time}): {err}")
+        if b.block_type is LogBlockType.DELETE_BLOCK:
+            dels = []
+            for d in decode_delete_block(b):
+                dels.append((state.seq, d))
+                state.seq += 1
+            yield DecodedBlock(None, dels)
             continue
+        if b.block_type not in (LogBlockType.AVRO_DATA_BLOCK, LogBlockType.PARQUET_DATA_BLOCK):
+            continue
+        t = decode_data_block(b, schema_cache)
+        schema_json = b.get(HeaderKey.SCHEMA)
+        if config.ordering_field and state.ordering_wrapper is None and schema_json:
+            state.ordering_wrapper = _wrapper_of_field(schema_cache[schema_json], config.ordering_field)
         n = t.num_rows
         yield DecodedBlock(t.append_column(_SEQ, pa.array(np.arange(state.seq, state.seq + n, dtype=np.int64))), [])
         state.seq += n
+
+
+def check_log_blocks(blocks: Sequence[LogBlock], config: MergeConfig) -> None:
+    """Decode every block a merge of ``blocks`` decodes, keeping nothing: a service calls it before it writes.
+
+    Raises:
+        CorruptLogBlockError: a block's content does not decode.
+    """
+    for _ in decode_log_blocks(blocks, config, DecodeState()):
+        pass
 
 
 def combine_log_records(
@@ -156,7 +145,7 @@ def combine_log_records(
     """
     data = _concat(tables)
     if data is None and not deletes:
-        return LogRecords(None, pa.array([], pa.string()), state.seq, state.corrupt, list(state.reasons))
+        return LogRecords(None, pa.array([], pa.string()), state.seq)
     winners, deleted = _dedupe(data, deletes, config, state.ordering_wrapper)
     if data is None:
         records = None
@@ -164,11 +153,16 @@ def combine_log_records(
         records = data.drop_columns([_SEQ])  # every key once: no need to gather
     else:
         records = (gather or pa.Table.take)(data, winners).drop_columns([_SEQ])
-    return LogRecords(records, pa.array(deleted, pa.string()), state.seq, state.corrupt, list(state.reasons))
+    keys = pa.array([d.record_key or "" for d in deleted], pa.string())
+    return LogRecords(records, keys, state.seq, deletes=deleted)
 
 
 def resolve_log_records(blocks: Sequence[LogBlock], config: MergeConfig) -> LogRecords:
-    """Decode valid data/delete blocks (oldest first) and keep the latest version of each key."""
+    """Decode valid data/delete blocks (oldest first) and keep the latest version of each key.
+
+    Raises:
+        CorruptLogBlockError: a block's content does not decode.
+    """
     state = DecodeState()
     tables: list[pa.Table] = []
     deletes: list[tuple[int, DeleteRecord]] = []
@@ -220,8 +214,8 @@ def _dedupe(
     deletes: list[tuple[int, DeleteRecord]],
     config: MergeConfig,
     ordering_wrapper: str | None,
-) -> tuple[pa.Array, list[str]]:
-    """Indices of winning data rows and the list of keys whose winner is a delete."""
+) -> tuple[pa.Array, list[DeleteRecord]]:
+    """Indices of winning data rows and the winning deletes (keys whose winner is a delete)."""
     delete_keys = {d.record_key for _, d in deletes}
     winners: list[np.ndarray] = []
     if data is not None:
@@ -241,7 +235,7 @@ def _dedupe(
         winners.append(fast["i"].to_numpy())
     else:
         df_slow = None
-    deleted: list[str] = []
+    deleted: list[DeleteRecord] = []
     if deletes:
         # Sequential fold (Hudi's processNextRecord / processNextDeletedRecord) for keys touched by deletes.
         events: dict[str, list[tuple[int, str, Any, Any]]] = {}
@@ -254,7 +248,7 @@ def _dedupe(
         for s, d in deletes:
             events.setdefault(d.record_key or "", []).append((s, "delete", d, d.ordering_value))
         slow_winners = []
-        for k, evs in events.items():
+        for evs in events.values():
             evs.sort(key=lambda e: e[0])
             state: tuple[str, Any, Any] | None = None  # (kind, payload, ordering)
             for _, kind, payload, ov in evs:
@@ -275,7 +269,7 @@ def _dedupe(
             if state[0] == "data":
                 slow_winners.append(state[1])
             else:
-                deleted.append(k)
+                deleted.append(state[1])
         winners.append(np.array(slow_winners, dtype=np.int64))
     idx = np.concatenate(winners) if winners else np.array([], dtype=np.int64)
     return pa.array(idx, pa.int64()), deleted

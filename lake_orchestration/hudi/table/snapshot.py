@@ -28,7 +28,7 @@ from lake_orchestration.io.storage import Storage
 
 @dataclass
 class ReadStats:
-    """What a read touched."""
+    """What a read touched (``corrupt_blocks``: blocks skipped for corrupt framing, i.e. torn writes)."""
 
     file_slices: int = 0
     base_files: int = 0
@@ -43,10 +43,10 @@ class ReadStats:
     def add_scan(self, s: ScanStats, lr: LogRecords) -> None:
         self.log_files += s.total_log_files
         self.log_blocks += s.total_log_blocks
-        self.corrupt_blocks += s.total_corrupt_blocks + lr.corrupt_blocks
+        self.corrupt_blocks += s.total_corrupt_blocks
         self.rollback_blocks += s.total_rollback_blocks
         self.log_records += lr.total_log_records
-        self.corrupt_reasons += s.corrupt_reasons + lr.corrupt_reasons
+        self.corrupt_reasons += s.corrupt_reasons
 
 
 def merge_config_for(table: HudiTable) -> MergeConfig:
@@ -77,6 +77,9 @@ def read_file_slice(
         schema: output schema; default: the base file's, else the log records'.
         batch_size: rows per base-file batch.
         stats: counters to update.
+
+    Raises:
+        CorruptLogBlockError: a committed log block's content does not decode (raised before the first batch).
     """
     stats = stats if stats is not None else ReadStats()
     stats.file_slices += 1
@@ -118,6 +121,10 @@ def read_snapshot(
     """Snapshot of the table as of its latest completed commit (or ``as_of``): merged slices, streamed.
 
     COW tables and read of base-only slices return base rows; MOR slices merge their committed log blocks.
+
+    Raises:
+        CorruptLogBlockError: a committed log block's content does not decode; log blocks with corrupt framing (a
+            torn write) are skipped and counted in ``stats.corrupt_blocks``.
     """
     timeline = table.timeline
     if as_of is not None and as_of not in timeline.completed_commits().times():

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_orchestration.hudi.log.block_content import BlockDecodeError, decode_avro_data, decode_parquet_data
-from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType
+from lake_orchestration.hudi.log.block_content import decode_data_block
+from lake_orchestration.hudi.log.log_format import LogBlockType
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.schema import RECORD_KEY
@@ -55,7 +55,11 @@ def base_file_candidates(storage: Storage, fs: FileSlice, incoming: pa.Array) ->
 
 def slice_keys(storage: Storage, fs: FileSlice, flt: InstantFilter, *, incoming: pa.Array | None = None) -> pa.Array:
     """Record keys the slice holds (base file keys + committed log data keys); with ``incoming``, only those
-    of the incoming keys, reading the base key column only when the footer cannot rule the file out."""
+    of the incoming keys, reading the base key column only when the footer cannot rule the file out.
+
+    Raises:
+        CorruptLogBlockError: a committed log data block's content does not decode (before anything is written).
+    """
     parts: list[pa.Array] = []
     if fs.base_file is not None:
         cand = base_file_candidates(storage, fs, incoming) if incoming is not None else None
@@ -65,16 +69,11 @@ def slice_keys(storage: Storage, fs: FileSlice, flt: InstantFilter, *, incoming:
             parts.append(col if incoming is None else col.filter(pc.is_in(col, value_set=cand)))
     if fs.log_files:
         blocks, _ = scan_blocks(storage, fs.log_files, flt)
+        schemas: dict = {}
         for b in blocks:
-            try:
-                if b.block_type is LogBlockType.AVRO_DATA_BLOCK:
-                    t = decode_avro_data(b.content, b.get(HeaderKey.SCHEMA) or "")
-                elif b.block_type is LogBlockType.PARQUET_DATA_BLOCK:
-                    t = decode_parquet_data(b.content)
-                else:
-                    continue
-            except BlockDecodeError:
+            if b.block_type not in (LogBlockType.AVRO_DATA_BLOCK, LogBlockType.PARQUET_DATA_BLOCK):
                 continue
+            t = decode_data_block(b, schemas)
             k = t.column(RECORD_KEY).combine_chunks().cast(pa.string())
             parts.append(k if incoming is None else k.filter(pc.is_in(k, value_set=incoming)))
     if not parts:

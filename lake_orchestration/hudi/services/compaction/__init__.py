@@ -28,6 +28,7 @@ from lake_orchestration.hudi.services.compaction.executor import (
     OperationTask,
     compactor_instant_filter,
     run_operations,
+    verify_operations,
 )
 from lake_orchestration.hudi.services.compaction.planner import ScheduleResult, schedule_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -132,6 +133,8 @@ def execute_compaction(
     Raises:
         InstantInProgressError: another process is executing the plan (its heartbeat is fresh); nothing was done.
         InvalidInstantStateError: at commit time the plan was no longer this process's (nothing committed).
+        CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written (the
+            plan stays as it was, requested or inflight).
     """
     cfg = config or CompactionConfig()
     t0 = time.monotonic()
@@ -143,6 +146,8 @@ def execute_compaction(
         raise InstantNotFoundError(table.base_uri, instant, detail)
     plan = load_plan(table, instant)
     check_base_files(table, plan)
+    # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
+    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], spark=spark)
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
     # the commit: a second process finds it live and refuses instead of rolling back a running attempt.

@@ -1,7 +1,9 @@
 """Execute-plan: one task per compaction operation (file group), run in-process or on Spark.
 
 Mirrors ``HoodieCompactor.compact``: merged log scan of the plan's log files up to the latest completed instant
-(uncommitted and rolled-back blocks dropped, corrupt blocks skipped and counted), merge with the base file by the
+(uncommitted and rolled-back blocks dropped, blocks with corrupt framing skipped and counted; a block whose content
+does not decode raises ``CorruptLogBlockError``, checked by ``verify_operations`` before the plan goes inflight), merge
+with the base file by the
 payload's semantics (or insert-only without a base file), and a new base file ``{fileId}_{token}_{instant}.parquet``
 that keeps every record's ``_hoodie_commit_time``/``_hoodie_commit_seqno`` and carries Hudi's footer. The base file
 is streamed by row group in one pass. The decoded log side is held in memory up to
@@ -23,11 +25,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from lake_orchestration.errors import CorruptLogBlockError
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
     DecodeState,
     MergeConfig,
     SliceMerger,
+    check_log_blocks,
     combine_log_records,
     conform,
     decode_log_blocks,
@@ -111,8 +115,7 @@ def execute_operation_json(payload: str) -> list[str]:
     return [json.dumps(stat.to_json_obj())] if stat is not None else []
 
 
-def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int | None = None) -> WriteStat | None:
-    """Compact one file group; returns its write stat (None when nothing is left to write and there was no base)."""
+def _task_slice(task: OperationTask) -> tuple[Storage, FileSlice, InstantFilter, MergeConfig]:
     storage = Storage(task.base_uri, options=task.storage_options)
     p = task.partition_path
     base = (
@@ -131,6 +134,72 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     mcfg = MergeConfig(
         semantics=MergeSemantics(task.merge_semantics), ordering_field=task.ordering_field, key_field=task.key_field
     )
+    return storage, fs, flt, mcfg
+
+
+def verify_operation(task: OperationTask) -> None:
+    """Decode every log block the operation's merge reads, writing nothing.
+
+    Raises:
+        CorruptLogBlockError: a block's content does not decode.
+    """
+    storage, fs, flt, mcfg = _task_slice(task)
+    blocks, _ = scan_blocks(storage, fs.log_files, flt)
+    check_log_blocks(blocks, mcfg)
+
+
+def verify_operation_json(payload: str) -> list[str]:
+    """Spark entry point of :func:`verify_operation`: the corrupt block as JSON (``[]`` when every block decodes),
+    so the driver raises the same ``CorruptLogBlockError`` as the local engine."""
+    try:
+        verify_operation(OperationTask(**json.loads(payload)))
+    except CorruptLogBlockError as err:
+        return [
+            json.dumps(
+                {
+                    "path": err.path,
+                    "offset": err.offset,
+                    "reason": err.reason,
+                    "instant": err.instant,
+                    "block_type": err.block_type,
+                }
+            )
+        ]
+    return []
+
+
+def verify_operations(tasks: list[OperationTask], *, spark: object = None) -> None:
+    """Decode the log blocks of every operation before anything is written (the compaction goes inflight after).
+
+    Only framing corruption (a torn write) is skipped, as Java's reader does; a block whose content does not decode
+    would otherwise fail a task after other tasks wrote their base files.
+
+    Raises:
+        CorruptLogBlockError: a block whose content does not decode (the first one, in task order).
+    """
+    if spark is None:
+        for t in tasks:
+            verify_operation(t)
+        return
+    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
+
+    results = run_json_tasks(
+        spark,
+        [json.dumps(asdict(t)) for t in tasks],
+        "lake_orchestration.hudi.services.compaction.executor:verify_operation_json",
+    )
+    if results:
+        e = json.loads(results[0])
+        raise CorruptLogBlockError(
+            e["path"], e["offset"], e["reason"], instant=e["instant"], block_type=e["block_type"]
+        )
+
+
+def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int | None = None) -> WriteStat | None:
+    """Compact one file group; returns its write stat (None when nothing is left to write and there was no base)."""
+    storage, fs, flt, mcfg = _task_slice(task)
+    p = task.partition_path
+    base = fs.base_file
     t0 = time.monotonic()
     blocks, scan = scan_blocks(storage, fs.log_files, flt)
     avro = json.loads(task.avro_schema_json)
@@ -230,7 +299,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         totalLogSizeCompacted=int(task.log_files_size),
         totalUpdatedRecordsCompacted=n_log_keys,
         totalLogBlocks=scan.total_log_blocks,
-        totalCorruptLogBlock=scan.total_corrupt_blocks + state.corrupt,
+        totalCorruptLogBlock=scan.total_corrupt_blocks,
         totalRollbackBlocks=scan.total_rollback_blocks,
         fileSizeInBytes=new_file.size,
         runtimeStats=RuntimeStats(

@@ -19,7 +19,7 @@ from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
 from lake_orchestration.hudi.log.scanner import scan_blocks
 from lake_orchestration.hudi.log.writer import write_log_file
-from lake_orchestration.hudi.merge.record_merger import conform, resolve_log_records
+from lake_orchestration.hudi.merge.record_merger import check_log_blocks, conform, resolve_log_records
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -103,6 +103,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         raise InstantNotFoundError(table.base_uri, instant, "no pending log compaction plan")
     req = Instant(pending.time, Action.LOG_COMPACTION, State.REQUESTED)
     plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    _check_log_blocks(table, plan, instant)  # CorruptLogBlockError before anything is written
     if pending.state is State.INFLIGHT:
         # a crashed attempt only added log files named by this instant's blocks: they are never read (the instant
         # is not completed), so the plan is simply executed again
@@ -181,7 +182,7 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
         totalLogFilesCompacted=len(logs),
         totalLogSizeCompacted=sum(lf_.size for lf_ in logs),
         totalLogBlocks=scan.total_log_blocks,
-        totalCorruptLogBlock=scan.total_corrupt_blocks + lr.corrupt_blocks,
+        totalCorruptLogBlock=scan.total_corrupt_blocks,
         totalRollbackBlocks=scan.total_rollback_blocks,
         fileSizeInBytes=lf.size,
         runtimeStats=RuntimeStats(totalUpsertTime=int((time.monotonic() - t0) * 1000)),
@@ -190,3 +191,20 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
         baseFile=op.data_file_path or "",
         logFiles=[lf.name],
     )
+
+
+def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: str) -> None:
+    """Decode every log block the plan merges, writing nothing: a block whose content does not decode raises
+    ``CorruptLogBlockError`` before the plan goes inflight (only blocks with corrupt framing are skipped)."""
+    from lake_orchestration.hudi.model.file_group import LogFile
+
+    flt = compactor_instant_filter(table.timeline, instant)
+    mcfg = merge_config_for(table)
+    for op in plan.operations or ():
+        p = op.partition_path or ""
+        logs = [
+            LogFile.parse(name, partition_path=p, size=table.storage.size(table.storage.join(p, name)))
+            for name in op.delta_file_paths or ()
+        ]
+        blocks, _ = scan_blocks(table.storage, logs, flt)
+        check_log_blocks(blocks, mcfg)
