@@ -158,6 +158,54 @@ def test_missing_table_type_project_mor_table_with_log_files_write_refused_nothi
     assert_same_rows(read_snapshot_table(HudiTable(str(base))), oracle_before)
 
 
+def test_missing_table_type_only_log_files_show_mor_after_compaction_and_archive_refused(tmp_path: Path) -> None:
+    # compaction, then archival of every deltacommit: the active timeline holds only the compaction's `commit`,
+    # and the log files (not cleaned yet) are the only sign that the table is MERGE_ON_READ
+    base = _project_mor_table(tmp_path)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "compaction",
+            "run",
+            str(base),
+            "--schedule",
+            "--engine",
+            "local",
+            "--option",
+            "hoodie.compact.inline.max.delta.commits=1",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(
+        cli,
+        [
+            "archive",
+            str(base),
+            "--option",
+            "hoodie.keep.min.commits=1",
+            "--option",
+            "hoodie.keep.max.commits=2",
+            "--option",
+            "hoodie.cleaner.commits.retained=0",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    t = HudiTable(str(base))
+    assert {i.action.value for i in t.timeline} == {"commit"}, t.timeline
+    logs = sorted(base.rglob(".*.log.*"))
+    assert logs
+    oracle_before = hudi_rs_snapshot(base)
+    assert oracle_before is not None
+    input_file = _input_file(tmp_path, oracle_before)
+    line = _drop_key(base, TYPE_KEY)
+    with pytest.raises(InvalidTablePropertiesError) as err:
+        HudiTable(str(base))
+    assert "log file" in str(err.value) and any(str(lf) in str(err.value) for lf in logs), str(err.value)
+    _assert_every_command_refused(base, tmp_path, input_file, TYPE_KEY, "MERGE_ON_READ")
+    _restore_line(base, line)
+    assert_same_rows(hudi_rs_snapshot(base), oracle_before)  # type: ignore[arg-type]
+
+
 def test_missing_table_type_cow_fixture_nothing_contradicts_reads_as_cow_with_warning(
     fresh_fixture: GetFixture, caplog: pytest.LogCaptureFixture
 ) -> None:
