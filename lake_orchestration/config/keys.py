@@ -99,7 +99,7 @@ class HoodieKey(enum.Enum):
     LOCK_FILESYSTEM_PATH = (
         "hoodie.write.lock.filesystem.path",
         None,
-        "Directory of the lock file 'lock'; default <base path>/.hoodie, as in Java.",
+        "Directory of the lock file 'lock'; default: the table's .hoodie folder, as in Java.",
     )
     LOCK_FILESYSTEM_EXPIRE = (
         "hoodie.write.lock.filesystem.expire",
