@@ -294,43 +294,38 @@ def test_corrupt_block_repaired_file_then_compaction_runs_as_planned(tmp_path: P
     assert_same_rows(hudi_rs_snapshot(path), expected, ignore=REWRITTEN_BY_SERVICES)
 
 
-def test_corrupt_block_spark_verify_task_reports_the_block_as_json(tmp_path: Path) -> None:
-    """The Spark path of the check before a compaction goes inflight: the task returns the block, the driver raises
-    the same error (run here without Spark: the task function is what each Spark task calls)."""
+def test_corrupt_block_verify_task_reports_the_block_as_json(tmp_path: Path) -> None:
+    """The Spark task of the check before a compaction goes inflight returns the block as JSON (called here as each
+    Spark task calls it) instead of raising inside an executor, so the driver raises the same error."""
+    from dataclasses import asdict
+
     from lake_orchestration.hudi.services.compaction import compaction_tasks
-    from lake_orchestration.hudi.services.compaction.executor import verify_operation_json, verify_operations
+    from lake_orchestration.hudi.services.compaction.executor import verify_operation_json
 
     path, log, block = _damaged_written_table(tmp_path, "flip")
     t = HudiTable(str(path))
     sched = schedule_compaction(t, force=True)
     tasks, _ = compaction_tasks(t, str(sched.instant), CompactionConfig())
-    from dataclasses import asdict
+    bad = [json.loads(r) for task in tasks for r in verify_operation_json(json.dumps(asdict(task)))]
+    assert len(tasks) == 2 and len(bad) == 1
+    assert {k: v for k, v in bad[0].items() if k != "reason"} == {
+        "path": str(log),
+        "offset": block.offset,
+        "instant": block.instant_time,
+        "block_type": "AVRO_DATA_BLOCK",
+    }
+    assert "record length" in bad[0]["reason"]
 
-    results = [verify_operation_json(json.dumps(asdict(task))) for task in tasks]
-    bad = [json.loads(r) for rs in results for r in rs]
-    assert bad == [
-        {
-            "path": str(log),
-            "offset": block.offset,
-            "reason": bad[0]["reason"],
-            "instant": block.instant_time,
-            "block_type": "AVRO_DATA_BLOCK",
-        }
-    ]
 
-    class _FakeSpark:  # what run_json_tasks needs of a session is exercised by the Spark suite; here: the mapping
-        pass
-
-    import lake_orchestration.hudi.services.spark_runner as runner
-
-    orig = runner.run_json_tasks
-    runner.run_json_tasks = lambda spark, payloads, task: [r for p in payloads for r in verify_operation_json(p)]
-    try:
-        with pytest.raises(CorruptLogBlockError) as info:
-            verify_operations(tasks, spark=_FakeSpark())
-    finally:
-        runner.run_json_tasks = orig
+@pytest.mark.spark
+def test_corrupt_block_compaction_on_spark_raises_before_inflight_nothing_written(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    path, log, block = _damaged_written_table(tmp_path, "polars_panic")
+    sched = schedule_compaction(HudiTable(str(path)), force=True)
+    before = _fingerprint(path)
+    with pytest.raises(CorruptLogBlockError) as info:
+        run_compaction(HudiTable(str(path)), instant_time=str(sched.instant), spark=spark)
     _assert_names_block(info.value, log, block)
+    assert _fingerprint(path) == before
 
 
 # -- Java fixtures: parquet data blocks and delete blocks -------------------------------------------------------
