@@ -149,6 +149,19 @@ def test_second_process_refuses_or_skips_a_plan_another_process_executes(tmp_pat
         r = _cli("compaction", "run", str(path), "--engine", "local", "--seq", "FIFO", "--json", *_options(PATIENT))
         assert r.returncode == 0, r.stdout + r.stderr
         assert json.loads(r.stdout) == [] and f"Skipping compaction {instant}" in r.stderr
+        # rollback --stale (even judging every heartbeat older than 1 ms stale) leaves a compaction alone
+        r = _cli(
+            "rollback",
+            str(path),
+            "--stale",
+            "--timeout",
+            "1s",
+            "--option",
+            "hoodie.client.heartbeat.interval_in_ms=1",
+            "--option",
+            "hoodie.client.heartbeat.tolerable.misses=1",
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
         # nothing of process 1 was touched
         assert sorted(p.name for p in path.rglob(f"*_{instant}.parquet")) == written
         assert HudiTable(str(path)).timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT
