@@ -257,6 +257,21 @@ def test_table_lock_filesystem_path_option_moves_the_lock_file(tmp_path: Path) -
     assert not (lock_dir / "lock").exists()
 
 
+def test_lock_config_round_trips_through_its_options(tmp_path: Path) -> None:
+    opts = {
+        "hoodie.write.lock.filesystem.path": str(tmp_path / "locks"),
+        "hoodie.write.lock.wait_time_ms": "1234",
+        "hoodie.write.lock.heartbeat_interval_ms": "500",
+        "hoodie.client.heartbeat.tolerable.misses": "3",
+        "hoodie.write.lock.filesystem.expire": "7",
+        "hoodie.write.lock.provider": "FileSystemBasedLockProvider",
+    }
+    cfg = LockConfig.from_options(opts)
+    assert (cfg.wait_time_ms, cfg.expiry_ms, cfg.expire_minutes, cfg.path) == (1234, 1500, 7, str(tmp_path / "locks"))
+    assert LockConfig.from_options(cfg.to_options()) == cfg
+    assert LockConfig.from_options({}) == LockConfig()
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

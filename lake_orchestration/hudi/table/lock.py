@@ -118,6 +118,21 @@ class LockConfig:
     def uses_file(self) -> bool:
         return self.provider == FILESYSTEM_LOCK_PROVIDER
 
+    def to_options(self) -> dict[str, str]:
+        """The Hudi keys of these settings, for a callee that takes an option map: ``from_options(to_options())``
+        gives the same config, so a nested service locks the same file with the same settings."""
+        out = {
+            HoodieKey.LOCK_PROVIDER.key: self.provider,
+            HoodieKey.LOCK_FILESYSTEM_EXPIRE.key: str(self.expire_minutes),
+            HoodieKey.LOCK_WAIT_TIME_MS.key: str(self.wait_time_ms),
+            HoodieKey.LOCK_RETRY_WAIT_TIME_MS.key: str(self.retry_wait_ms),
+            HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS.key: str(self.heartbeat_interval_ms),
+            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.tolerable_misses),
+        }
+        if self.path:
+            out[HoodieKey.LOCK_FILESYSTEM_PATH.key] = self.path
+        return out
+
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None) -> LockConfig:
         """Parse the ``hoodie.write.lock.*`` keys (and ``hoodie.client.heartbeat.tolerable.misses``) of an option
