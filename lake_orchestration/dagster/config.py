@@ -297,11 +297,11 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Asset check: no latest file slice may have more log files than this."""
     max_active_timeline_instants: int = 30
     """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
-    heartbeat_interval_ms: int = 60_000
-    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers."""
-    heartbeat_tolerable_misses: int = 2
-    """``hoodie.client.heartbeat.tolerable.misses``."""
-    inflight_timeout_seconds: int = 6 * 3600
+    heartbeat_interval_ms: int = pydantic.Field(default=60_000, ge=1)
+    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers (>= 1: 0 would judge live writes stale)."""
+    heartbeat_tolerable_misses: int = pydantic.Field(default=2, ge=1)
+    """``hoodie.client.heartbeat.tolerable.misses`` (>= 1)."""
+    inflight_timeout_seconds: int = pydantic.Field(default=6 * 3600, ge=1)
     """A pending write without a heartbeat file is stale after this long."""
     retry_max_retries: int = pydantic.Field(default=2, ge=0)
     """Dagster retries of a failed service step (compaction partition, schedule, rollback)."""

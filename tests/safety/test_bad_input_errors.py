@@ -125,6 +125,26 @@ def test_bad_spark_master_dagster_resource_and_definitions_refused_naming_key_an
     assert build_spark_resource({"spark.master": "local[2]"}).spark_config["spark.master"] == "local[2]"
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("heartbeat_interval_ms", 0),
+        ("heartbeat_interval_ms", -5),
+        ("heartbeat_tolerable_misses", -1),
+        ("inflight_timeout_seconds", 0),
+    ],
+)
+def test_dagster_table_config_heartbeat_out_of_range_refused_naming_field_and_value(field: str, value: int) -> None:
+    # the stale-write sensor rolls back writes whose heartbeat is older than interval x misses: 0 would roll back
+    # live writers
+    from lake_orchestration.dagster.config import HudiConfigError, validate_tables
+
+    with pytest.raises(HudiConfigError) as err:
+        validate_tables([{"name": "t", "base_path": "/tmp/t", field: value}], where="lake.yaml")
+    msg = str(err.value)
+    assert "lake.yaml" in msg and field in msg and f"got {value}" in msg and "greater than" in msg, msg
+
+
 # -- numeric and boolean options --------------------------------------------------------------------------------------
 BAD_OPTIONS = [
     ("write", "hoodie.client.heartbeat.interval_in_ms", "abc"),
