@@ -357,3 +357,23 @@ def test_clean_removes_abandoned_create_if_absent_temp_files_after_heartbeat_exp
     assert not old_tmp.exists() and not old_log_tmp.exists()
     assert fresh_tmp.exists()  # younger than the heartbeat expiry: may belong to a live process
     assert old_tmp.name not in HudiTable(str(path)).timeline.ignored_files
+
+
+def test_dagster_table_options_reach_every_service_lock_config(tmp_path: Path) -> None:
+    from lake_orchestration.dagster.config import HudiTableConfig
+    from lake_orchestration.hudi.services.archive import ArchiveConfig
+    from lake_orchestration.hudi.services.clean import CleanConfig
+    from lake_orchestration.hudi.services.compaction import CompactionConfig
+
+    cfg = HudiTableConfig(
+        name="t",
+        base_path=str(tmp_path / "t"),
+        archive_options={"hoodie.write.lock.wait_time_ms": 1234, "hoodie.write.lock.filesystem.path": "/locks"},
+    )
+    locks = [
+        CompactionConfig.from_options(cfg.service_options("compaction")).lock,
+        CleanConfig.from_options(cfg.service_options("clean")).lock,
+        ArchiveConfig.from_options(cfg.service_options("archive")).lock,
+        LockConfig.from_options(cfg.service_options()),  # rollback
+    ]
+    assert {(lk.wait_time_ms, lk.path) for lk in locks} == {(1234, "/locks")}
