@@ -703,9 +703,12 @@ def _duration_seconds(text: str) -> float:
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     t = text.strip().lower()
     try:
-        return float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+        seconds = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
     except ValueError as err:
         raise ValueError(f"--timeout {text!r}: expected a duration like 90s, 15m, 2h or 1d") from err
+    if not seconds > 0:  # a negative (or nan) timeout would judge every pending write without a heartbeat stale
+        raise ValueError(f"--timeout {text!r}: expected a positive duration like 90s, 15m, 2h or 1d")
+    return seconds
 
 
 @cli.command("rollback")
@@ -1019,7 +1022,9 @@ def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: boo
 # -- demo ---------------------------------------------------------------------------------------------------------
 @cli.command("demo")
 @click.option("--path", default="./demo-tables/demo_trips", show_default=True, help="Where to build the demo table.")
-@click.option("--rows", default=3000, show_default=True, help="Rows of the initial bulk insert.")
+@click.option(
+    "--rows", default=3000, show_default=True, type=click.IntRange(min=1), help="Rows of the initial bulk insert."
+)
 @click.option(
     "--engine",
     type=click.Choice(["spark", "local"]),

@@ -216,6 +216,23 @@ def test_generate_fraction_out_of_range_usage_error(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_demo_rows_zero_usage_error_no_table(tmp_path: Path) -> None:
+    path = tmp_path / "demo"
+    r = _run(["demo", "--path", str(path), "--rows", "0", "--engine", "local"])
+    _assert_clear_error(r, "--rows", "0", "range", exit_codes=(2,))
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("timeout", ["-5m", "0", "nan"])
+def test_rollback_stale_non_positive_timeout_refused_nothing_rolled_back(mor: Path, timeout: str) -> None:
+    res = write_table(str(mor), generate_updates(ROWS, fraction=0.4, seed=56, ts_offset=91), operation="upsert")
+    (mor / ".hoodie" / f"{res.instant}.deltacommit").unlink()  # a pending write without a heartbeat file
+    before = _tree(mor)
+    r = _run(["rollback", str(mor), "--stale", "--timeout", timeout])
+    _assert_clear_error(r, "--timeout", repr(timeout), "positive", exit_codes=(1,))
+    assert _tree(mor) == before
+
+
 def test_compaction_run_max_plans_zero_usage_error_plan_untouched(mor: Path) -> None:
     assert _run(["compaction", "schedule", str(mor), "--force"]).exit_code == 0
     before = _tree(mor)
