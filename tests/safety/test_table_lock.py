@@ -73,8 +73,8 @@ import sys, time
 from pathlib import Path
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-path, interval, release = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
-cfg = LockConfig(heartbeat_interval_ms=interval, tolerable_misses=5)
+path, interval, misses, release = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+cfg = LockConfig(heartbeat_interval_ms=interval, tolerable_misses=misses)
 with table_lock(HudiTable(path), operation="holder-op", config=cfg):
     Path(path, "held").write_text("1")
     while not release.exists():
@@ -83,10 +83,10 @@ Path(path, "released").write_text("1")
 """
 
 
-def _spawn_holder(path: Path, *, interval_ms: int) -> tuple[subprocess.Popen[str], Path]:
+def _spawn_holder(path: Path, *, interval_ms: int, misses: int) -> tuple[subprocess.Popen[str], Path]:
     release = path.parent / "release"
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_HOLDER), str(path), str(interval_ms), str(release)],
+        [sys.executable, "-c", textwrap.dedent(_HOLDER), str(path), str(interval_ms), str(misses), str(release)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -157,7 +157,7 @@ def test_table_lock_is_reentrant_in_one_thread_and_excludes_other_threads(tmp_pa
 
 def test_table_lock_held_by_another_process_waits_then_names_owner_and_since(tmp_path: Path) -> None:
     path = _table(tmp_path, commits=1)
-    proc, release = _spawn_holder(path, interval_ms=200)
+    proc, release = _spawn_holder(path, interval_ms=200, misses=50)
     try:
         held = read_lock(HudiTable(str(path)))
         assert held is not None and held.owner.endswith(f":{proc.pid}")
@@ -188,12 +188,12 @@ def test_table_lock_held_by_another_process_waits_then_names_owner_and_since(tmp
 
 def test_table_lock_live_holder_kept_fresh_by_heartbeat_is_never_taken_over(tmp_path: Path) -> None:
     path = _table(tmp_path, commits=1)
-    # expiry 5 x 200 ms = 1 s; the waiter tries for 3 s, three times the expiry
-    proc, release = _spawn_holder(path, interval_ms=200)
+    # expiry 8 x 250 ms = 2 s; the waiter tries for 4 s, twice the expiry
+    proc, release = _spawn_holder(path, interval_ms=250, misses=8)
     try:
         held = read_lock(HudiTable(str(path)))
-        assert held is not None and held.expire_ms == 1000
-        cfg = LockConfig.from_options({**FAST, "hoodie.write.lock.wait_time_ms": "3000"})
+        assert held is not None and held.expire_ms == 2000
+        cfg = LockConfig.from_options({**FAST, "hoodie.write.lock.wait_time_ms": "4000"})
         with pytest.raises(TableLockedError):
             with table_lock(HudiTable(str(path)), operation="clean", config=cfg):
                 pytest.fail("took over a live lock")
@@ -211,19 +211,19 @@ def test_table_lock_stale_lock_taken_over_only_after_its_expiry(tmp_path: Path) 
         "lockOwner": "gone-host:4242",
         "lockOperation": "archive",
         "lockToken": "f" * 32,
-        "lockHeartbeatIntervalMs": 1000,
-        "lockExpireMs": 2000,
+        "lockHeartbeatIntervalMs": 10000,
+        "lockExpireMs": 30000,
     }
     cfg = LockConfig.from_options(FAST)
-    # heartbeat 0.5 s old, expiry 2 s: live
+    # heartbeat 0.5 s old, expiry 30 s: live
     _write_lock(path, dead, age_s=0.5)
     with pytest.raises(TableLockedError) as exc:
         with table_lock(HudiTable(str(path)), operation="clean", config=cfg):
             pytest.fail("took over a lock before its expiry")
     assert exc.value.owner == "gone-host:4242" and exc.value.operation == "archive"
     assert json.loads((path / ".hoodie" / "lock").read_text())["lockToken"] == "f" * 32
-    # 10 s old: stale, taken over
-    _write_lock(path, dead, age_s=10)
+    # 60 s old: stale, taken over
+    _write_lock(path, dead, age_s=60)
     with table_lock(HudiTable(str(path)), operation="clean", config=cfg) as mine:
         content = json.loads((path / ".hoodie" / "lock").read_text())
         assert content["lockToken"] == mine.token != "f" * 32
