@@ -364,3 +364,34 @@ def test_dagster_backfill_skips_a_plan_another_process_executes(tmp_path: Path) 
             p1.wait()
     assert p1.returncode == 0, err
     _assert_compacted_once(path, instant, before)
+
+
+def test_a_failed_attempt_rolls_itself_back_so_a_retry_runs_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heartbeat must not block a retry after an ordinary error: the failing run rolls its own attempt back."""
+    from lake_orchestration.hudi.services.compaction import executor
+
+    path = _table(tmp_path)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    real = executor.execute_operation
+    calls = []
+
+    def failing(task, **kw):  # type: ignore[no-untyped-def]
+        calls.append(task.file_id)
+        if len(calls) == 2:
+            raise OSError("disk full (test)")
+        return real(task, **kw)
+
+    monkeypatch.setattr(executor, "execute_operation", failing)
+    with pytest.raises(OSError, match="disk full"):
+        run_compaction(HudiTable(str(path)), instant_time=instant)
+    t = HudiTable(str(path))
+    assert t.timeline.get(instant, Action.COMPACTION).state is State.REQUESTED
+    assert not list(path.rglob(f"*_{instant}.parquet")), "the failed attempt's file was left"
+    assert not (path / ".hoodie" / ".heartbeat" / instant).exists()
+    monkeypatch.setattr(executor, "execute_operation", real)
+    (result,) = run_compaction(HudiTable(str(path)), instant_time=instant)
+    assert result.instant == instant
+    _assert_compacted_once(path, instant, before)
