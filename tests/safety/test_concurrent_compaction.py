@@ -395,3 +395,36 @@ def test_a_failed_attempt_rolls_itself_back_so_a_retry_runs_at_once(
     (result,) = run_compaction(HudiTable(str(path)), instant_time=instant)
     assert result.instant == instant
     _assert_compacted_once(path, instant, before)
+
+
+def test_a_paused_attempt_taken_over_stops_and_commits_nothing(tmp_path: Path) -> None:
+    """Process 1 is paused (SIGSTOP) past its heartbeat expiry: another run rolls its attempt back, executes and
+    commits the plan. Resumed, process 1 must write no more files, commit nothing and touch nothing of the winner."""
+    path = _table(tmp_path)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    gate = tmp_path / "gate"
+    p1 = _start_held(path, gate, instant, SHORT)
+    try:
+        _wait_first_task(p1, gate)
+        p1.send_signal(signal.SIGSTOP)
+        t = HudiTable(str(path))
+        hb = heartbeat_path(t.storage, instant)
+        deadline = time.monotonic() + 30
+        while time.time() * 1000 - (t.storage.mtime_ms(hb) or 0) <= 1000 + 300:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (result,) = run_compaction(HudiTable(str(path)), config=CompactionConfig.from_options(SHORT))
+        assert result.rolled_back_attempt is not None
+        committed = sorted(p.name for p in path.rglob(f"*_{instant}.parquet"))
+        (gate / "go").touch()
+        p1.send_signal(signal.SIGCONT)
+        _, err = p1.communicate(timeout=120)
+    finally:
+        if p1.poll() is None:
+            p1.send_signal(signal.SIGCONT)
+            p1.kill()
+            p1.wait()
+    assert p1.returncode != 0 and "taken over by another process" in err, err
+    assert sorted(p.name for p in path.rglob(f"*_{instant}.parquet")) == committed
+    _assert_compacted_once(path, instant, before)

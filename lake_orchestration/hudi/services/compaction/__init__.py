@@ -158,7 +158,8 @@ def execute_compaction(
     try:
         try:
             tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
-            stats = run_operations(tasks, spark=spark)
+            # in-process, the attempt stops between tasks once another process took the plan over
+            stats = attempt.run_local(tasks) if spark is None else run_operations(tasks, spark=spark)
             md = compaction_commit_metadata(stats, plan, schema)
         except Exception:
             attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire

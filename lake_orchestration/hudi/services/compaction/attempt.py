@@ -24,7 +24,9 @@ from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.compaction import executor
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.services.compaction.executor import OperationTask
 from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -104,6 +106,31 @@ class CompactionAttempt:
             HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(self.cfg.heartbeat_interval_ms),
             HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.cfg.heartbeat_tolerable_misses),
         }
+
+    def ensure_ours(self) -> None:
+        """Raise if another process took the plan over (it judged this attempt dead: a pause longer than the
+        heartbeat expiry), so a paused attempt stops before writing more files.
+
+        Raises:
+            InvalidInstantStateError: the heartbeat is gone or holds another attempt's token.
+        """
+        if self.heartbeat.lost or not self.heartbeat.is_ours():
+            raise InvalidInstantStateError(
+                self.table.base_uri,
+                self.instant,
+                f"compaction {self.instant} was taken over by another process (this attempt's heartbeat expired); "
+                "this process stops and commits nothing",
+            )
+
+    def run_local(self, tasks: list[OperationTask]) -> list[WriteStat]:
+        """Run the tasks in this process, one after the other, checking before each that the attempt is ours."""
+        stats = []
+        for task in tasks:
+            self.ensure_ours()
+            stat = executor.execute_operation(task)
+            if stat is not None:
+                stats.append(stat)
+        return stats
 
     def verify(self, stats: list[WriteStat]) -> Callable[[], None]:
         """The check :func:`commit_compaction` runs under the lock, just before writing the completed instant.
