@@ -268,7 +268,8 @@ def test_clean_crash_midway_next_run_converges(tmp_path: Path, monkeypatch: pyte
 
 
 def _planned_relative(path: Path, plan: CleanerPlan) -> list[str]:
-    return [str(Path(i.file_path).relative_to(path)) for v in plan.file_paths_to_be_deleted_per_partition.values()
+    return [str(Path(i.file_path.removeprefix("file:")).relative_to(path))
+            for v in plan.file_paths_to_be_deleted_per_partition.values()
             for i in v]
 
 

@@ -37,6 +37,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.io.hadoop_paths import qualified_path
 
 CLEAN_PLAN_VERSION = 2
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
@@ -293,7 +294,11 @@ def plan_clean(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime | N
                 view, p, cfg, ectr, completed_commits=n_completed, savepointed=savepointed, pending_bases=pending_bases
             ):
                 per_partition[p].append(
-                    CleanFileInfo(file_path=table.storage.uri(table.storage.join(rel)), is_bootstrap_base_file=False)
+                    CleanFileInfo(
+                        # qualified like the listed paths Java writes (file:/…, s3a://…); the executor reads both
+                        file_path=qualified_path(table.storage, table.storage.join(rel)),
+                        is_bootstrap_base_file=False,
+                    )
                 )
     last_done = tl.latest_completed_commit_time()
     plan = CleanerPlan(

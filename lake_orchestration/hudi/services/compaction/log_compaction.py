@@ -4,23 +4,35 @@
 ``hoodie.log.compaction.blocks.threshold`` blocks; executing it writes, per slice, one new log file with the merged
 records (an Avro data block, and a delete block for deleted keys), both with the ``COMPACTED_BLOCK_TIMES`` header
 listing the instants of the blocks they replace; it completes as ``<ts>.deltacommit`` (``LOG_COMPACT``).
-Records keep their own ``_hoodie_commit_time``/``_hoodie_commit_seqno``. The replaced blocks stay on disk: a reader
-that still reads them gets the same result, because the merged block repeats each key's winning version.
+Records keep their own ``_hoodie_commit_time``/``_hoodie_commit_seqno``, deletes their ordering value. The replaced
+blocks stay on disk: a reader that still reads them gets the same result, because the merged block repeats each key's
+winning version. The plan carries Java's log compaction strategy (``LogCompactionExecutionHelper``,
+``preserveHoodieMetadata = true``, as ``HoodieLogCompactionPlanGenerator`` writes), so a Java client resuming it runs
+a log compaction, not a full one.
+
+While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have). A rerun of a
+plan left inflight by a crash first rolls the crashed attempt back (its new log files are deleted, see
+:func:`rollback_inflight_log_compaction`), but only once its heartbeat expired: an attempt with a fresh heartbeat is
+live, and the rerun is refused with an error naming the instant and the heartbeat time.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+import uuid
 from collections import defaultdict
+from dataclasses import replace
 
-from lake_orchestration.errors import InstantNotFoundError
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
 from lake_orchestration.hudi.log.scanner import scan_blocks
 from lake_orchestration.hudi.log.writer import write_log_file
 from lake_orchestration.hudi.merge.record_merger import check_log_blocks, conform, resolve_log_records
-from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
+from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan, CompactionStrategy
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
@@ -32,10 +44,28 @@ from lake_orchestration.hudi.services.compaction.planner import (
     operation_metrics,
     validate_instant,
 )
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_log_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.snapshot import merge_config_for
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, create_marker
+from lake_orchestration.hudi.write.heartbeat import Heartbeat, attempt_liveness
+
+log = logging.getLogger(__name__)
+
+LOG_COMPACTION_EXECUTOR = "org.apache.hudi.table.action.compact.LogCompactionExecutionHelper"
+"""``strategy.compactorClassName`` of a log compaction plan (``HoodieLogCompactionPlanGenerator``)."""
+
+
+def log_compaction_plan(operations: tuple[CompactionOperation, ...]) -> CompactionPlan:
+    """A ``HoodieCompactionPlan`` as ``HoodieLogCompactionPlanGenerator.getCompactionPlan`` builds it: the strategy
+    names ``LogCompactionExecutionHelper`` (empty ``strategyParams``) and ``preserveHoodieMetadata`` is true."""
+    return CompactionPlan(
+        operations=operations,
+        version=COMPACTION_PLAN_VERSION,
+        strategy=CompactionStrategy(compactor_class_name=LOG_COMPACTION_EXECUTOR, strategy_params={}, version=1),
+        preserve_hoodie_metadata=True,
+    )
 
 
 def _block_count(table: HudiTable, fs) -> int:  # type: ignore[no-untyped-def]
@@ -89,32 +119,122 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_ti
             f"no file slice has >= {cfg.log_compaction_blocks_threshold} log blocks "
             "(hoodie.log.compaction.blocks.threshold)",
         )
-    plan = CompactionPlan(operations=tuple(ops), version=COMPACTION_PLAN_VERSION)
+    plan = log_compaction_plan(tuple(ops))
     table.create_requested(Instant(instant, Action.LOG_COMPACTION, State.REQUESTED), plan.to_bytes())
     return ScheduleResult(instant, plan, f"scheduled log compaction of {len(ops)} file slice(s)")
 
 
 def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConfig | None = None) -> CommitMetadata:
-    """Execute and commit the pending log compaction ``instant``; returns its commit metadata."""
+    """Execute and commit the pending log compaction ``instant``; returns its commit metadata.
+
+    The attempt keeps a heartbeat (``hoodie.client.heartbeat.*``, a token of its own as content) from before the
+    requested -> inflight transition until the commit. Under the table lock, a plan found inflight is refused while
+    its attempt's heartbeat is fresh (or, without a heartbeat, while its inflight file is younger than the expiry),
+    and otherwise rolled back first (the crashed attempt's log files deleted). The commit checks, under the lock,
+    that the plan is still inflight, the heartbeat still this attempt's and the written files present.
+
+    Raises:
+        InstantNotFoundError: no pending log compaction ``instant``.
+        InstantInProgressError: the plan is inflight and its attempt is live (another process executes it).
+        InvalidInstantStateError: at the commit, the attempt was taken over or its files are gone (nothing
+            committed).
+        CorruptLogBlockError: a log block the plan merges does not decode (nothing is written).
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
+    """
+    cfg = config or CompactionConfig()
     table.refresh()
-    table.ensure_metadata_table_handled((config or CompactionConfig()).metadata_options(), service="log compaction")
-    pending = table.timeline.get(instant, Action.LOG_COMPACTION)
-    if pending is None or pending.action is not Action.LOG_COMPACTION:
-        raise InstantNotFoundError(table.base_uri, instant, "no pending log compaction plan")
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
+    pending = _pending(table, instant)
     req = Instant(pending.time, Action.LOG_COMPACTION, State.REQUESTED)
     plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
     _check_log_blocks(table, plan, instant)  # CorruptLogBlockError before anything is written
-    if pending.state is State.INFLIGHT:
-        # a crashed attempt only added log files named by this instant's blocks: they are never read (the instant
-        # is not completed), so the plan is simply executed again
-        pass
+    token = f"{uuid.uuid4().hex}\n".encode()
+    heartbeat = Heartbeat(table.storage, instant, interval_ms=cfg.heartbeat_interval_ms, content=token)
+    with table_lock(table, operation=f"log compaction start {instant}", config=cfg.lock):
+        pending = _pending(table, instant)  # as of the lock
+        if pending.state is State.INFLIGHT:
+            liveness = attempt_liveness(
+                table.storage,
+                instant,
+                inflight_path=table.instant_path(req.with_state(State.INFLIGHT)),
+                interval_ms=cfg.heartbeat_interval_ms,
+                tolerable_misses=cfg.heartbeat_tolerable_misses,
+            )
+            if liveness.alive:
+                raise InstantInProgressError(
+                    table.base_uri,
+                    instant,
+                    f"log compaction {instant} is being executed by another process: {liveness.describe()} "
+                    f"({HoodieKey.HEARTBEAT_INTERVAL_MS.key} x {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key} = "
+                    f"{liveness.expiry_ms} ms); it is rolled back and re-executed only once the heartbeat expired",
+                )
+            # The crashed attempt's log files hold blocks of this instant: once it completes they would be read as
+            # well (records twice, files missing from the commit metadata). They are deleted first.
+            log.warning(
+                "Log compaction %s of %s: rolling back a crashed attempt (%s)",
+                instant,
+                table.base_uri,
+                liveness.describe(),
+            )
+            rollback_inflight_log_compaction(table, instant, options=_options(cfg), check_liveness=False)
+        heartbeat.start()
+        try:
+            table.transition_to_inflight(req)
+        except BaseException:
+            heartbeat.stop(delete=True)
+            raise
+    try:
+        md = _execute(table, plan, instant)
+        with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
+            _verify(table, instant, heartbeat, md)
+            table.transition_to_completed(req.with_state(State.INFLIGHT), md.to_bytes())
+            table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+    except BaseException:
+        heartbeat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
+        raise
+    heartbeat.stop(delete=True)
+    return md
+
+
+def _options(cfg: CompactionConfig) -> dict[str, str]:
+    return {
+        **cfg.metadata_options(),
+        HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(cfg.heartbeat_interval_ms),
+        HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(cfg.heartbeat_tolerable_misses),
+    }
+
+
+def _verify(table: HudiTable, instant: str, heartbeat: Heartbeat, md: CommitMetadata) -> None:
+    """Under the commit's lock: the plan is still inflight, the heartbeat still ours, every written file there."""
+    cur = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
+    why = ""
+    if cur is None or cur.action is not Action.LOG_COMPACTION or cur.state is not State.INFLIGHT:
+        why = "the plan is no longer inflight"
+    elif heartbeat.lost or not heartbeat.is_ours():
+        why = "its heartbeat is no longer this process's (the attempt was judged dead and rolled back)"
     else:
-        table.transition_to_inflight(req)
+        gone = [s.path for s in md.write_stats() if s.path and not table.storage.exists(table.storage.join(s.path))]
+        if gone:
+            why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
+    if why:
+        raise InvalidInstantStateError(
+            table.base_uri, instant, f"log compaction {instant} is not committed by this process: {why}"
+        )
+
+
+def _pending(table: HudiTable, instant: str) -> Instant:
+    pending = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
+    if pending is None or pending.action is not Action.LOG_COMPACTION or pending.is_completed:
+        raise InstantNotFoundError(table.base_uri, instant, "no pending log compaction plan")
+    return pending
+
+
+def _execute(table: HudiTable, plan: CompactionPlan, instant: str) -> CommitMetadata:
+    """Write the merged log file of every operation; the commit metadata listing them."""
     schema = with_meta_fields(table.latest_schema() or {"type": "record", "name": "r", "fields": []})
     schema_json = json.dumps(schema, separators=(",", ":"))
     arrow = avro_to_arrow_schema(schema)
-    tl = table.timeline
-    flt = compactor_instant_filter(tl, instant)
+    flt = compactor_instant_filter(table.timeline, instant)
     mcfg = merge_config_for(table)
     stats: dict[str, list[WriteStat]] = defaultdict(list)
     for n, op in enumerate(plan.operations or ()):
@@ -123,15 +243,11 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         )
     user = dict(schema)
     user["fields"] = [f for f in schema["fields"] if f["name"] not in META_FIELDS]
-    md = CommitMetadata(
+    return CommitMetadata(
         partition_to_write_stats=dict(stats),
         operation_type="LOG_COMPACT",
         extra_metadata={"schema": json.dumps(user, separators=(",", ":"))},
     )
-    with table_lock(table, operation=f"log compaction commit {instant}", config=(config or CompactionConfig()).lock):
-        table.transition_to_completed(Instant(pending.time, Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes())
-        table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
-    return md
 
 
 def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) -> WriteStat:  # type: ignore[no-untyped-def]
@@ -156,8 +272,12 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
         out.append(
             encode_block(LogBlockType.AVRO_DATA_BLOCK, header, encode_avro_table(conform(lr.records, arrow), schema))
         )
-    if len(lr.deleted_keys):
-        dels = [DeleteRecord(k, p, 0, "IntWrapper") for k in lr.deleted_keys.to_pylist()]
+    # Each delete keeps its partition path and ordering value (LongWrapper(ts), IntWrapper(0)...), as Java's merged
+    # scan does. One delete block per ordering-value type: readers such as hudi-rs refuse a block mixing them.
+    by_type: dict[str | None, list[DeleteRecord]] = {}
+    for d in lr.deletes:
+        by_type.setdefault(d.ordering_wrapper, []).append(d if d.partition_path else replace(d, partition_path=p))
+    for dels in by_type.values():
         out.append(encode_block(LogBlockType.DELETE_BLOCK, header, encode_delete_content(dels)))
     token = f"{n}-0-{n}"
     create_marker(table.storage, instant, p, f"{op.file_id}_{token}_{op.base_instant_time}.parquet", "APPEND")

@@ -5,6 +5,15 @@ the compaction), the files the attempt wrote (``{fileId}_*_{instant}.parquet`` o
 listing — the markers say the same) are deleted, ``<R>.rollback`` records ``HoodieRollbackMetadata``, and
 ``<instant>.compaction.inflight`` is deleted so the plan is requested again. Log files are never touched.
 A pending rollback of the same compaction (a crash in the middle) is resumed instead of starting another.
+
+An inflight **log compaction** is rolled back the same way: its attempt only added new log files to the plan's file
+groups (never appended to one: log files are never appended to), whose blocks carry the log compaction instant; they
+are deleted (markers and listing say which), the rollback instant records them and the plan is requested again. Left
+in place, they would be read as soon as the re-executed instant completes, twice. Java rolls the attempt back too
+(``rollbackInflightLogCompaction``) and then asks for a new plan; re-executing the same plan gives the same result.
+An attempt whose heartbeat (``.hoodie/.heartbeat/<instant>``) is fresh is live and never rolled back.
+
+Paths in the rollback plan and metadata have the forms Java writes (see :mod:`lake_orchestration.io.hadoop_paths`).
 """
 
 from __future__ import annotations
@@ -13,7 +22,8 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
-from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError
+from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError
+from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import (
     CompactionPlan,
     InstantInfo,
@@ -22,13 +32,14 @@ from lake_orchestration.hudi.model.avro import (
     RollbackPlan,
     RollbackRequest,
 )
-from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
+from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan, read_rollback_plan
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import attempt_liveness, heartbeat_options
+from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
 
 def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
@@ -47,13 +58,69 @@ def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict
     return out
 
 
-def files_to_roll_back(table: HudiTable, instant: str) -> dict[str, list[str]]:
-    """Partition -> base files the inflight attempt of compaction ``instant`` wrote (what a rollback deletes)."""
-    req = Instant(InstantTime(instant), Action.COMPACTION, State.REQUESTED)
+def _append_markers(table: HudiTable, instant: str) -> set[tuple[str, str, str, str]]:
+    """(partition, fileId, writeToken, baseInstant) of the APPEND markers under ``.hoodie/.temp/<instant>``."""
+    st = table.storage
+    root = st.join(MARKERS_DIR, instant)
+    out = set()
+    for f in st.walk_files(root) if st.is_dir(root) else ():
+        rel = st.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
+        data_file, _, io_type = rel.rpartition(".marker.")
+        partition, _, name = data_file.rpartition("/")
+        if io_type == "APPEND" and is_base_file_name(name):
+            bf = BaseFile.parse(name, partition_path=partition)
+            out.add((partition, bf.file_id, bf.write_token, str(bf.instant)))
+    return out
+
+
+def _log_attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
+    """Partition -> log files the log compaction attempt ``instant`` wrote.
+
+    A log file of one of the plan's file groups, not one of the plan's inputs, is the attempt's if every intact
+    block in it carries the instant, or (a file without an intact block) if an APPEND marker of the attempt names
+    its file group and write token.
+
+    Raises:
+        PlanError: such a file also holds blocks of other instants (nothing is deleted then).
+    """
+    st = table.storage
+    markers = _append_markers(table, instant)
+    out: dict[str, list[str]] = {}
+    for op in plan.operations or ():
+        p = op.partition_path or ""
+        inputs = {n.rsplit("/", 1)[-1] for n in op.delta_file_paths or ()}
+        for f in st.list_dir(st.join(p)):
+            if f.is_dir or not is_log_file_name(f.name) or f.name in inputs:
+                continue
+            lf = LogFile.parse(f.name, partition_path=p)
+            if lf.file_id != op.file_id or str(lf.base_instant) != (op.base_instant_time or ""):
+                continue
+            times = {b.instant_time for b in iter_blocks(st.read_bytes(f.path), st.uri(f.path)) if not b.is_corrupt}
+            if not times:
+                mine = (p, lf.file_id, lf.write_token or "", str(lf.base_instant)) in markers
+            elif instant in times and len(times) > 1:
+                raise PlanError(
+                    f"Log file {st.uri(f.path)} holds blocks of log compaction {instant} and of "
+                    f"{', '.join(sorted(t or '?' for t in times - {instant}))}: it is not the attempt's own file, "
+                    "so the attempt cannot be rolled back by deleting it"
+                )
+            else:
+                mine = times == {instant}
+            if mine:
+                out.setdefault(p, []).append(f.path)
+    return out
+
+
+def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.COMPACTION) -> dict[str, list[str]]:
+    """Partition -> files the inflight attempt of (log) compaction ``instant`` wrote (what a rollback deletes):
+    base files for a compaction, log files for a log compaction."""
+    req = Instant(InstantTime(instant), action, State.REQUESTED)
     if req.action is Action.COMPACTION and not table.storage.exists(table.instant_path(req)):
         # the plan is missing (repair of an inflight compaction without its requested file): list the attempt's files
         return compaction_attempt_files_without_plan(table, instant)
     plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    if action is Action.LOG_COMPACTION:
+        return _log_attempt_files(table, plan, instant)
     return _attempt_files(table, plan, instant)
 
 
@@ -80,15 +147,18 @@ def rollback_inflight_compaction(
 
     Raises:
         InvalidInstantStateError: the compaction is not inflight.
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
-        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
         InstantInProgressError: its heartbeat is fresh (``hoodie.client.heartbeat.*`` in ``options``): another
             process is executing it.
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
     """
-    lock = LockConfig.from_options(options)
     interval_ms, misses = heartbeat_options(options)
     # the liveness check and the rollback hold the lock together: no attempt can start in between
-    with nullcontext() if dry_run else table_lock(table, operation=f"rollback of compaction {instant}", config=lock):
+    with (
+        nullcontext()
+        if dry_run
+        else table_lock(table, operation=f"rollback of compaction {instant}", config=LockConfig.from_options(options))
+    ):
         liveness = attempt_liveness(table.storage, instant, interval_ms=interval_ms, tolerable_misses=misses)
         if liveness.alive:
             raise InstantInProgressError(
@@ -97,34 +167,88 @@ def rollback_inflight_compaction(
                 f"compaction {instant} is being executed by another process: {liveness.describe()}; it is rolled "
                 "back only once the heartbeat expired",
             )
-        return _rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
+        return _rollback_inflight_plan(table, instant, Action.COMPACTION, dry_run=dry_run, options=options)
 
 
-def _rollback_inflight_compaction(
-    table: HudiTable, instant: str, *, dry_run: bool, options: Mapping[str, str] | None
+def rollback_inflight_log_compaction(
+    table: HudiTable,
+    instant: str,
+    *,
+    dry_run: bool = False,
+    options: Mapping[str, str] | None = None,
+    check_liveness: bool = True,
+) -> Instant | None:
+    """Roll back the inflight attempt of log compaction ``instant`` (delete the log files it wrote, revert the plan
+    to requested); returns the completed rollback instant.
+
+    Args:
+        options: as :func:`rollback_inflight_compaction`.
+        check_liveness: refuse an attempt whose heartbeat is fresh (``hoodie.client.heartbeat.*`` in ``options``);
+            ``False`` only for a caller that judged it under the table lock it holds.
+
+    Raises:
+        InvalidInstantStateError: the log compaction is not inflight.
+        InstantInProgressError: its heartbeat is fresh: another process is executing it.
+        PlanError: a log file of the plan's file groups mixes the attempt's blocks with others (nothing deleted).
+        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
+    """
+    interval_ms, misses = heartbeat_options(options)
+    what = f"rollback of logcompaction {instant}"
+    with nullcontext() if dry_run else table_lock(table, operation=what, config=LockConfig.from_options(options)):
+        if check_liveness:
+            inflight = table.instant_path(Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT))
+            liveness = attempt_liveness(
+                table.storage, instant, inflight_path=inflight, interval_ms=interval_ms, tolerable_misses=misses
+            )
+            if liveness.alive:
+                raise InstantInProgressError(
+                    table.base_uri,
+                    instant,
+                    f"log compaction {instant} is being executed by another process: {liveness.describe()}; it is "
+                    "rolled back only once the heartbeat expired",
+                )
+        return _rollback_inflight_plan(table, instant, Action.LOG_COMPACTION, dry_run=dry_run, options=options)
+
+
+def _rollback_inflight_plan(
+    table: HudiTable, instant: str, action: Action, *, dry_run: bool, options: Mapping[str, str] | None
+) -> Instant | None:
+    # The whole rollback (short) holds the table lock (``hoodie.write.lock.*`` in ``options``; TableLockedError).
+    lock = LockConfig.from_options(options)
+    what = f"rollback of {action.value} {instant}"
+    with nullcontext() if dry_run else table_lock(table, operation=what, config=lock):
+        return _rollback_inflight_plan_locked(table, instant, action, dry_run=dry_run, options=options)
+
+
+def _rollback_inflight_plan_locked(
+    table: HudiTable, instant: str, action: Action, *, dry_run: bool, options: Mapping[str, str] | None
 ) -> Instant | None:
     table.refresh()
     tl = table.timeline
-    comp = tl.get(instant, Action.COMPACTION)
-    if comp is None or comp.action is not Action.COMPACTION or comp.state is not State.INFLIGHT:
-        raise InvalidInstantStateError(table.base_uri, instant, "is not an inflight compaction; nothing to roll back")
+    comp = tl.get(instant, action)
+    if comp is None or comp.action is not action or comp.state is not State.INFLIGHT:
+        raise InvalidInstantStateError(
+            table.base_uri, instant, f"is not an inflight {action.value}; nothing to roll back"
+        )
     table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
-    files = files_to_roll_back(table, instant)
+    files = files_to_roll_back(table, instant, action)
     if dry_run:
         return None
+    st = table.storage
     resumed = pending_rollback_of(table, instant)  # a rollback of this compaction that crashed half-way
     rb_req = resumed[0] if resumed is not None else None
     start = time.monotonic()
     if rb_req is None:
         rb_time = table.new_instant_time()
         rplan = RollbackPlan(
-            instant_to_rollback=InstantInfo(commit_time=instant, action=Action.COMPACTION.value),
+            instant_to_rollback=InstantInfo(commit_time=instant, action=action.value),
             rollback_requests=tuple(
                 RollbackRequest(
                     partition_path=p,
                     file_id="",
                     latest_base_instant="",
-                    files_to_be_deleted=tuple(fs),
+                    files_to_be_deleted=tuple(base_path_form(st, f) for f in fs),
                     log_blocks_to_be_deleted={},
                 )
                 for p, fs in sorted(files.items())
@@ -132,6 +256,13 @@ def _rollback_inflight_compaction(
             version=1,
         )
         rb_req = table.create_requested(Instant(rb_time, Action.ROLLBACK, State.REQUESTED), rplan.to_bytes())
+    else:
+        # a resumed rollback also deletes what its plan lists (the listing above misses files already deleted)
+        for req in resumed[1].rollback_requests or ():
+            for full in req.files_to_be_deleted:
+                path = storage_path_of(st, full)
+                if path is not None and path not in files.get(req.partition_path, []):
+                    files.setdefault(req.partition_path, []).append(path)
     if rb_req.state is State.REQUESTED:
         rb_inflight = table.transition_to_inflight(Instant(rb_req.time, Action.ROLLBACK, State.REQUESTED))
     else:
@@ -139,16 +270,14 @@ def _rollback_inflight_compaction(
     deleted: dict[str, list[str]] = {}
     for p, paths in files.items():
         for path in paths:
-            table.storage.delete_file(path, missing_ok=True)
-            deleted.setdefault(p, []).append(table.storage.uri(path))
-    table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
-    meta = rollback_metadata(str(rb_inflight.time), start, instant, Action.COMPACTION.value, deleted=deleted)
+            st.delete_file(path, missing_ok=True)
+            deleted.setdefault(p, []).append(base_path_form(st, path))
+    st.delete_dir(st.join(MARKERS_DIR, instant))
+    meta = rollback_metadata(str(rb_inflight.time), start, instant, action.value, deleted=deleted)
     done = table.transition_to_completed(rb_inflight, meta.to_bytes())
     # Last, revert the compaction to requested (Java's order): a crash before this leaves the compaction inflight,
     # and the next run rolls it back again (its files are gone already), never a rollback left pending.
-    table.storage.delete_file(
-        table.instant_path(Instant(comp.time, Action.COMPACTION, State.INFLIGHT)), missing_ok=True
-    )
+    st.delete_file(table.instant_path(Instant(comp.time, action, State.INFLIGHT)), missing_ok=True)
     table.refresh()
     return done
 

@@ -40,6 +40,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.services.rollback.compaction import (
     pending_rollback_of,
     rollback_inflight_compaction,
+    rollback_inflight_log_compaction,
     rollback_metadata,
 )
 from lake_orchestration.hudi.services.rollback.repair import read_rollback_plan
@@ -47,6 +48,7 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
 from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
+from lake_orchestration.io.hadoop_paths import base_path_form, qualified_path, storage_path_of
 
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
@@ -134,13 +136,14 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
             elif is_log_file_name(f.name):
                 lf = LogFile.parse(f.name, partition_path=p, size=f.size)
                 if any(b.instant_time == instant for b in iter_blocks(storage.read_bytes(f.path))):
-                    touched_logs.setdefault((p, lf.file_id, str(lf.base_instant)), {})[storage.uri(f.path)] = f.size
+                    logs = touched_logs.setdefault((p, lf.file_id, str(lf.base_instant)), {})
+                    logs[qualified_path(storage, f.path)] = f.size  # a listed path: qualified, as Java's
     reqs = [
         RollbackRequest(
             partition_path=p,
             file_id="",
             latest_base_instant="",
-            files_to_be_deleted=tuple(sorted(fs)),
+            files_to_be_deleted=tuple(sorted(base_path_form(storage, f) for f in fs)),
             log_blocks_to_be_deleted={},
         )
         for p, fs in sorted(base_files.items())
@@ -228,6 +231,13 @@ def _rollback_write(
             if done is not None
             else RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action="compaction"))
         )
+    if target is not None and target.action is Action.LOG_COMPACTION:  # refused while its heartbeat is fresh
+        done = rollback_inflight_log_compaction(table, instant, dry_run=dry_run, options=options)
+        return (
+            done
+            if done is not None
+            else RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action="logcompaction"))
+        )
     if target is None or target.action not in _WRITE_ACTIONS:
         raise InvalidInstantStateError(table.base_uri, instant, "is not a write instant on the active timeline")
     if target.is_completed:
@@ -244,6 +254,21 @@ def _rollback_write(
             instant_to_rollback=InstantInfo(commit_time=instant, action=target.action.value),
             rollback_requests=tuple(_plan_requests(table, instant)),
             version=1,
+        )
+    # Java writes the table's base path form (file:/…, s3a://…), older plans of ours a bare storage path: both
+    # resolve; a path outside the table stops the rollback before anything is deleted
+    paths = {
+        full: storage_path_of(table.storage, full)
+        for r in plan.rollback_requests or ()
+        for full in r.files_to_be_deleted
+    }
+    outside = [full for full, path in paths.items() if path is None]
+    if outside:
+        where = table.storage.uri(table.instant_path(pending_rb)) if pending_rb is not None else "the rollback plan"
+        raise InvalidInstantStateError(
+            table.base_uri,
+            instant,
+            f"{where} lists {outside[0]!r}, which is not a file under {table.base_uri}; nothing was deleted",
         )
     if dry_run:
         return plan
@@ -263,9 +288,9 @@ def _rollback_write(
     rollback_logs: dict[str, dict[str, int]] = defaultdict(dict)
     failed_logs: dict[str, dict[str, int]] = defaultdict(dict)
     for req in plan.rollback_requests or ():
-        for path in req.files_to_be_deleted:
-            table.storage.delete_file(path, missing_ok=True)
-            deleted[req.partition_path].append(table.storage.uri(path))
+        for full in req.files_to_be_deleted:
+            table.storage.delete_file(paths[full] or "", missing_ok=True)
+            deleted[req.partition_path].append(full)
         if req.log_blocks_to_be_deleted and table.config.is_mor:
             lf = (
                 _written_rollback_log(table, req, rb_time, instant) if resumed is not None else None
@@ -277,7 +302,9 @@ def _rollback_write(
                 write_token=UNKNOWN_WRITE_TOKEN,
                 blocks=[rollback_command_block(instant=rb_time, target_instant=instant)],
             )
-            rollback_logs[req.partition_path][table.storage.uri(table.storage.join(lf.relative_path))] = lf.size
+            rollback_logs[req.partition_path][qualified_path(table.storage, table.storage.join(lf.relative_path))] = (
+                lf.size
+            )
             failed_logs[req.partition_path].update(req.log_blocks_to_be_deleted)
     table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
     # the rolled-back instant disappears from the timeline (inflight first, then requested), as in Hudi
