@@ -1005,9 +1005,7 @@ def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: boo
         for i in r.archived_instants:
             click.echo(f"  {i.time}  {i.action.value}")
     else:
-        click.echo(
-            f"Nothing to archive (keeping {r.min_instants_to_keep}..{r.max_instants_to_keep} commits active)"
-        )
+        click.echo(f"Nothing to archive (keeping {r.min_instants_to_keep}..{r.max_instants_to_keep} commits active)")
     if r.merge.recovered:
         click.echo(f"Recovered an interrupted merge: {r.merge.recovered}")
     if r.merge.candidates:

@@ -14,8 +14,18 @@ class HoodieKey(enum.Enum):
     # -- hoodie.properties (table config) --------------------------------------------------------------------------
     TABLE_NAME = ("hoodie.table.name", None, "Table name.")
     DATABASE_NAME = ("hoodie.database.name", None, "Database name; part of the checksum input.")
-    TABLE_TYPE = ("hoodie.table.type", "COPY_ON_WRITE", "COPY_ON_WRITE or MERGE_ON_READ.")
-    TABLE_VERSION = ("hoodie.table.version", "6", "Table format version (6 = Hudi 0.14/0.15).")
+    TABLE_TYPE = (
+        "hoodie.table.type",
+        "COPY_ON_WRITE",
+        "COPY_ON_WRITE or MERGE_ON_READ. Missing: refused when deltacommits or log files show a MERGE_ON_READ table, "
+        "else read as COPY_ON_WRITE (Java's default) with a warning.",
+    )
+    TABLE_VERSION = (
+        "hoodie.table.version",
+        None,
+        "Table format version (6 = Hudi 0.14/0.15). Required: Java reads a missing version as 0 and would upgrade "
+        "the table, so a hoodie.properties without it is refused.",
+    )
     TIMELINE_LAYOUT_VERSION = ("hoodie.timeline.layout.version", "1", "Timeline layout version (1 for v6).")
     ARCHIVELOG_FOLDER = ("hoodie.archivelog.folder", "archived", "Archived timeline folder under .hoodie.")
     RECORDKEY_FIELDS = ("hoodie.table.recordkey.fields", None, "Comma-separated record key fields.")

@@ -272,7 +272,7 @@ class TableConfig:
             raise InvalidTablePropertiesError(
                 path, f"{HoodieKey.TABLE_TYPE.key}={ttype_raw!r} (expected COPY_ON_WRITE or MERGE_ON_READ)"
             ) from err
-        ver_raw = get(HoodieKey.TABLE_VERSION) or ""
+        ver_raw = req(HoodieKey.TABLE_VERSION)  # no default: Java's is 0, which it would try to upgrade
         try:
             version = int(ver_raw)
         except ValueError as err:

@@ -147,9 +147,6 @@ class CompactionConfig:
             if types[attr] in (int, "int") and kw[attr] < 0:
                 # a negative count, size or budget is a typo: Java would silently compact on every commit (or never)
                 raise InvalidOptionError(f"Invalid compaction option {key}={raw!r} (int >= 0 expected)")
-            if types[attr] in (int, "int") and kw[attr] < 0:
-                # a negative count, size or budget is a typo: Java would silently compact on every commit (or never)
-                raise InvalidOptionError(f"Invalid compaction option {key}={raw!r} (int >= 0 expected)")
         if "compaction.max_memory" in opts:
             try:
                 kw["memory_max_bytes"] = int(opts["compaction.max_memory"]) * 1024 * 1024
@@ -157,10 +154,6 @@ class CompactionConfig:
                 raise InvalidOptionError(
                     f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int expected)"
                 ) from err
-            if kw["memory_max_bytes"] < 0:
-                raise InvalidOptionError(
-                    f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int >= 0 expected)"
-                )
             if kw["memory_max_bytes"] < 0:
                 raise InvalidOptionError(
                     f"Invalid option compaction.max_memory={opts['compaction.max_memory']!r} (MB, int >= 0 expected)"
