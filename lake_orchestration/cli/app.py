@@ -684,6 +684,7 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
 @_errors
 def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
+    from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.services.compaction import CompactionConfig
     from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction
 
@@ -693,7 +694,13 @@ def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, 
     if not targets:
         click.echo("No pending log compaction plan")
     for ts in targets:
-        md = run_log_compaction(t, ts, config=cfg)
+        try:
+            md = run_log_compaction(t, ts, config=cfg)
+        except InstantInProgressError as err:
+            if instant_time:
+                raise
+            click.echo(f"Skipped log compaction {ts}: {err.detail}")  # another process executes it
+            continue
         click.echo(f"Committed log compaction {ts}: {len(md.write_stats())} file slice(s)")
 
 

@@ -195,6 +195,14 @@ def test_live_attempt_is_not_rolled_back(tmp_path: Path) -> None:
         # nor does an explicit rollback (CLI 'rollback --instant-time') touch it
         with pytest.raises(InvalidInstantStateError, match=rf"{instant}.*being executed by another process"):
             rollback_write(HudiTable(str(path)), instant, options={"hoodie.client.heartbeat.interval_in_ms": "2000"})
+        # 'log-compaction run' without --instant-time skips it and says why
+        from click.testing import CliRunner
+
+        from lake_orchestration.cli.app import cli
+
+        r = CliRunner().invoke(cli, ["log-compaction", "run", str(path), "--option",
+                                     "hoodie.client.heartbeat.interval_in_ms=2000"])
+        assert r.exit_code == 0 and f"Skipped log compaction {instant}" in r.output, r.output
         assert _files_with_blocks_of(path, instant) == written  # the live attempt's files are untouched
         assert not list((path / ".hoodie").glob("*.rollback*"))
         Path(f"{path}.go").write_text("")
