@@ -653,7 +653,15 @@ def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tu
         for f in files:
             click.echo(f"  {t.storage.uri(f)}")
     else:
-        click.echo(f"Rolled back compaction {instant_time} (rollback instant {r.time if r else '?'})")
+        gone = t.refresh().timeline.get(instant_time) is None
+        click.echo(
+            f"Rolled back compaction {instant_time} (rollback instant {r.time if r else '?'})"
+            + (
+                "; its plan was missing, so the compaction is removed from the timeline (schedule a new one)"
+                if gone
+                else ""
+            )
+        )
 
 
 @cli.group("log-compaction")

@@ -320,6 +320,7 @@ def test_compaction_inflight_without_requested_clear_error_then_compaction_rollb
     assert f"_{t}.parquet" in dry.output and _tree(mor) == before
     r = _run(["compaction", "rollback", str(mor), "--instant-time", t])
     assert r.exit_code == 0, r.output
+    assert "plan was missing" in r.output and "removed from the timeline" in r.output, r.output
     table = HudiTable(str(mor))
     assert table.timeline.get(t) is None, "the compaction whose plan was lost is gone from the timeline"
     assert [i for i in table.timeline.completed() if i.action.value == "rollback"]
