@@ -185,23 +185,23 @@ def test_live_attempt_is_not_rolled_back(tmp_path: Path) -> None:
     path = _generated(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = _schedule(path)
-    proc = _child(path, instant, "block", 2_000)  # a heartbeat every 2 s: fresh for 4 s even on a loaded machine
+    proc = _child(path, instant, "block", 5_000)  # a heartbeat every 5 s: fresh for 10 s even on a loaded machine
     try:
         written = _files_with_blocks_of(path, instant)
         assert written
-        cfg = CompactionConfig.from_options({"hoodie.client.heartbeat.interval_in_ms": "2000"})
+        cfg = CompactionConfig.from_options({"hoodie.client.heartbeat.interval_in_ms": "5000"})
         with pytest.raises(InvalidInstantStateError, match=rf"{instant}.*being executed by another process"):
             run_log_compaction(HudiTable(str(path)), instant, config=cfg)
         # nor does an explicit rollback (CLI 'rollback --instant-time') touch it
         with pytest.raises(InvalidInstantStateError, match=rf"{instant}.*being executed by another process"):
-            rollback_write(HudiTable(str(path)), instant, options={"hoodie.client.heartbeat.interval_in_ms": "2000"})
+            rollback_write(HudiTable(str(path)), instant, options={"hoodie.client.heartbeat.interval_in_ms": "5000"})
         # 'log-compaction run' without --instant-time skips it and says why
         from click.testing import CliRunner
 
         from lake_orchestration.cli.app import cli
 
         r = CliRunner().invoke(cli, ["log-compaction", "run", str(path), "--option",
-                                     "hoodie.client.heartbeat.interval_in_ms=2000"])
+                                     "hoodie.client.heartbeat.interval_in_ms=5000"])
         assert r.exit_code == 0 and f"Skipped log compaction {instant}" in r.output, r.output
         assert _files_with_blocks_of(path, instant) == written  # the live attempt's files are untouched
         assert not list((path / ".hoodie").glob("*.rollback*"))
