@@ -774,7 +774,7 @@ def rollback_cmd(
     if instant_time and _is_pending_rollback(t, instant_time):
         from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
 
-        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run)
+        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, options=opts)
         if as_json:
             emit_json({"removed_pending_rollback": instant_time, "dry_run": dry_run, "files": removed})
             return

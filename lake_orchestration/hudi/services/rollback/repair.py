@@ -17,11 +17,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import nullcontext
+
 from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import RollbackPlan
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 
 def rollback_repair_hint(table: HudiTable, rollback_instant: str) -> str:
@@ -49,13 +53,29 @@ def read_rollback_plan(table: HudiTable, pending: Instant) -> RollbackPlan:
         raise CorruptFileError(path, f"missing; {rollback_repair_hint(table, str(pending.time))}") from err
 
 
-def remove_unreadable_rollback(table: HudiTable, instant: str, *, dry_run: bool = False) -> list[str]:
+def remove_unreadable_rollback(
+    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+) -> list[str]:
     """Remove the timeline files of the pending rollback ``instant`` whose plan does not decode; returns their paths.
+    Under the table lock (``hoodie.write.lock.*`` in ``options``), except on a dry run.
 
     Raises:
         InvalidInstantStateError: ``instant`` is not a pending rollback, or its plan reads fine (then it is resumed
             by rolling back its target, never removed).
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    lock = (
+        nullcontext()
+        if dry_run
+        else table_lock(
+            table, operation=f"removal of pending rollback {instant}", config=LockConfig.from_options(options)
+        )
+    )
+    with lock:
+        return _remove_unreadable_rollback(table, instant, dry_run=dry_run)
+
+
+def _remove_unreadable_rollback(table: HudiTable, instant: str, *, dry_run: bool) -> list[str]:
     pending = table.refresh().timeline.get(instant, Action.ROLLBACK)
     if pending is None or pending.is_completed:
         raise InvalidInstantStateError(table.base_uri, instant, "is not a pending rollback")
