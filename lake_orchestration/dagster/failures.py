@@ -8,7 +8,9 @@ from contextlib import contextmanager
 import dagster as dg
 
 from lake_orchestration.errors import (
+    CorruptFileError,
     InvalidOptionError,
+    InvalidTablePropertiesError,
     JavaNotFoundError,
     MetadataTableError,
     TableNotFoundError,
@@ -17,15 +19,18 @@ from lake_orchestration.errors import (
 
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (
     InvalidOptionError,
+    InvalidTablePropertiesError,
+    CorruptFileError,
     MetadataTableError,
     TableNotFoundError,
     UnsupportedTableVersionError,
     JavaNotFoundError,
 )
-"""Configuration errors: the same call fails the same way until someone changes the config or the table. Everything
+"""Configuration and table-format errors (a corrupt file or log block, hoodie.properties missing a key): the same call
+fails the same way until someone changes the config or repairs the table. Everything
 else is retried by the table's retry policy: storage errors, a commit whose outcome is unknown, and what another
-writer may resolve (a plan refused because a write is still inflight, a properties checksum changed under a
-concurrent update); each service re-checks the timeline first."""
+writer may resolve (a plan refused because a write is still inflight, a plan another process is executing, a held
+table lock, a properties checksum changed under a concurrent update); each service re-checks the timeline first."""
 
 
 @contextmanager
