@@ -302,3 +302,72 @@ def test_clean_racing_a_writer_keeps_every_row(tmp_path: Path) -> None:
     want = expected[cols].sort_index()
     assert list(ours.index) == list(want.index)
     pd.testing.assert_frame_equal(ours, want, check_dtype=False)
+
+
+_COMPACTOR = """
+from lake_orchestration.errors import PlanError
+from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
+from lake_orchestration.hudi.table import HudiTable
+cfg = CompactionConfig.from_options(args["options"])
+scheduled = 0
+while True:
+    finished = Path(args["done"]).exists()
+    try:
+        r = schedule_compaction(HudiTable(args["path"]), config=cfg, force=True)
+        scheduled += r.instant is not None
+    except PlanError:
+        pass  # a write is inflight with an earlier instant: Hudi schedules no compaction then
+    run_compaction(HudiTable(args["path"]), config=cfg, max_plans=10)
+    if finished:
+        break
+print(json.dumps({"scheduled": scheduled}))
+"""
+
+
+def test_compaction_scheduled_while_a_writer_writes_keeps_every_row(tmp_path: Path) -> None:
+    """A plan scheduled between a writer's file lookup and its instant: the writer's log files must go to the new
+    slice of the file groups under compaction, or the compaction hides them."""
+    import pyarrow.parquet as pq
+
+    path, base = _table(tmp_path, 2, TableType.MERGE_ON_READ)
+    expected = base.to_pandas().set_index("uuid")
+    expected.update(generate_updates(base, fraction=0.1, seed=0, ts_offset=10**6).to_pandas().set_index("uuid"))
+    batches = []
+    for i in range(1, 11):
+        upd = generate_updates(base, fraction=0.3, seed=200 + i, ts_offset=(i + 10) * 10**6)
+        f = tmp_path / f"batch-{i}.parquet"
+        pq.write_table(upd, f)
+        batches.append(str(f))
+        expected.update(upd.to_pandas().set_index("uuid"))
+    done = tmp_path / "writer-done"
+    writer_args = {
+        "role": "writer",
+        "path": str(path),
+        "type": "MERGE_ON_READ",
+        "batches": batches,
+        "done": str(done),
+        "options": LOCK_OPTS,
+    }
+    compactor_args = {"role": "compactor", "path": str(path), "done": str(done), "options": LOCK_OPTS}
+    body = (
+        "\nif args['role'] == 'writer':\n"
+        + textwrap.indent(textwrap.dedent(_WRITER), "    ")
+        + "\nelse:\n"
+        + textwrap.indent(textwrap.dedent(_COMPACTOR), "    ")
+    )
+
+    results = _race(tmp_path, body, [writer_args, compactor_args])
+
+    assert [rc for rc, _, _ in results] == [0, 0], [err[-2000:] for _, _, err in results]
+    assert json.loads(results[1][1].strip().splitlines()[-1])["scheduled"] >= 1
+    assert not list((path / ".hoodie").glob("*.compaction.requested")) or all(
+        (path / ".hoodie" / p.name.replace(".compaction.requested", ".commit")).exists()
+        for p in (path / ".hoodie").glob("*.compaction.requested")
+    ), "a compaction plan was left pending"
+    got = hudi_rs_snapshot(path)
+    assert got is not None
+    cols = [c for c in base.column_names if c != "uuid"]
+    ours = got.to_pandas().set_index("uuid")[cols].sort_index()
+    want = expected[cols].sort_index()
+    assert list(ours.index) == list(want.index)
+    pd.testing.assert_frame_equal(ours, want, check_dtype=False)

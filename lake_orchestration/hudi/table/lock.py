@@ -2,7 +2,8 @@
 critical section.
 
 Mirrors Hudi's ``FileSystemBasedLockProvider``: the lock is the file ``<base>/.hoodie/lock`` (or
-``<hoodie.write.lock.filesystem.path>/lock``), created without overwrite and deleted on release, so a Java writer
+``<hoodie.write.lock.filesystem.path>/lock``), created without overwrite (an exclusive create locally, as Java's
+``fs.create(path, false)``) and deleted on release, so a Java writer
 configured with that provider and this project exclude each other. Its content is what Java writes (the
 ``LockInfo`` JSON: ``lockCreateTime``, ``lockThreadName``, ``lockStacksInfo``; Java only reads it back as a string
 for its log) plus who holds it (``lockOwner`` host:pid, ``lockOperation``, ``lockToken``) and how long it stays
@@ -411,7 +412,7 @@ def _attempt(table: HudiTable, storage: Storage, path: str, operation: str, cfg:
             return existing
     content, _ = _content(table, operation, token, cfg)
     try:
-        storage.create_if_absent(path, content)
+        _create_lock_file(storage, path, content)
     except FileAlreadyExistsError:
         blocker = _read(storage, path, cfg)
         return blocker if blocker is not None else existing or _placeholder(storage, path)
@@ -419,6 +420,31 @@ def _attempt(table: HudiTable, storage: Storage, path: str, operation: str, cfg:
     if mine is None or mine.token != token:
         return mine if mine is not None else _placeholder(storage, path)
     return _Held(storage, path, mine, content, cfg)
+
+
+def _create_lock_file(storage: Storage, path: str, content: bytes) -> None:
+    """Create the lock file, never overwriting one.
+
+    Locally an exclusive create (``O_CREAT | O_EXCL``, as Java's ``fs.create(path, false)``) instead of
+    :meth:`Storage.create_if_absent`'s temp file + link: no ``lock.<uuid>.tmp`` shows up in ``.hoodie/`` on every
+    acquisition. A reader that catches the file before its content is written sees a lock it cannot parse, which
+    never counts as stale, and simply tries again.
+    """
+    if not storage.is_local:
+        storage.create_if_absent(path, content)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError as err:
+        raise FileAlreadyExistsError(storage.uri(path)) from err
+    except OSError as err:
+        raise StorageError(f"Cannot create the lock file ({err})", path=storage.uri(path)) from err
+    try:
+        os.write(fd, content)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _placeholder(storage: Storage, path: str) -> LockInfo:
