@@ -29,6 +29,7 @@ from lake_orchestration.hudi.services.compaction import schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, read_lock, table_lock
 from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.oracle import hudi_rs_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = {"hoodie.write.lock.wait_time_ms": "600", "hoodie.write.lock.wait_time_ms_between_retry": "50"}
@@ -124,8 +125,10 @@ def test_table_lock_acquire_writes_java_lock_info_and_release_deletes_it(tmp_pat
         assert content["lockOwner"].endswith(f":{os.getpid()}")
         assert content["lockExpireMs"] == LockConfig().expiry_ms == 20_000
         assert info.token == content["lockToken"] and info.since == content["lockCreateTime"]
-        # the lock file is neither an instant nor an unknown timeline file
+        # the lock file is neither an instant nor an unknown timeline file, and hudi-rs reads the table beside it
         assert HudiTable(str(path)).timeline.ignored_files == ()
+        rows = hudi_rs_snapshot(path)
+        assert rows is not None and rows.num_rows == 30
         assert read_lock(table) == info
     assert not lock.exists()
     assert not list((path / ".hoodie").glob("lock*"))
