@@ -380,3 +380,28 @@ def test_dagster_table_options_reach_every_service_lock_config(tmp_path: Path) -
         LockConfig.from_options(cfg.service_options()),  # rollback
     ]
     assert {(lk.wait_time_ms, lk.path) for lk in locks} == {(1234, "/locks")}
+
+
+def test_compaction_rerun_with_custom_lock_path_rolls_back_under_the_same_lock(tmp_path: Path) -> None:
+    from lake_orchestration.hudi.model.instant import Action, Instant, State
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
+
+    path = _table(tmp_path, commits=3)
+    lock_dir = tmp_path / "locks"
+    # another lock file at the default place: whoever wrote it, a run configured with another path must not use it
+    busy = {**JAVA_LOCK_INFO, "lockOwner": "other-host:1", "lockToken": "b" * 32, "lockExpireMs": 600_000}
+    _write_lock(path, busy, age_s=0)
+    cfg = CompactionConfig.from_options({**FAST, "hoodie.write.lock.filesystem.path": str(lock_dir)})
+    sched = schedule_compaction(HudiTable(str(path)), config=cfg, force=True)
+    assert sched.instant is not None
+    # an attempt that crashed an hour ago: the plan inflight, no heartbeat
+    HudiTable(str(path)).transition_to_inflight(Instant(sched.instant, Action.COMPACTION, State.REQUESTED))
+    inflight = path / ".hoodie" / f"{sched.instant}.compaction.inflight"
+    os.utime(inflight, (time.time() - 3600, time.time() - 3600))
+
+    (result,) = run_compaction(HudiTable(str(path)), config=cfg)
+
+    assert result.instant == str(sched.instant) and result.rolled_back_attempt is not None
+    assert (path / ".hoodie" / f"{sched.instant}.commit").exists()
+    assert json.loads((path / ".hoodie" / "lock").read_text())["lockToken"] == "b" * 32
+    assert not (lock_dir / "lock").exists()

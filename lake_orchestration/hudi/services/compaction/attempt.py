@@ -102,6 +102,7 @@ class CompactionAttempt:
 
     def _options(self) -> dict[str, str]:
         return {
+            **self.cfg.lock.to_options(),  # the nested rollback locks the same file as this attempt's caller
             **self.cfg.metadata_options(),
             HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(self.cfg.heartbeat_interval_ms),
             HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.cfg.heartbeat_tolerable_misses),

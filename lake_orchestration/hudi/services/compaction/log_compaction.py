@@ -198,6 +198,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
 
 def _options(cfg: CompactionConfig) -> dict[str, str]:
     return {
+        **cfg.lock.to_options(),  # the nested rollback locks the same file as its caller
         **cfg.metadata_options(),
         HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(cfg.heartbeat_interval_ms),
         HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(cfg.heartbeat_tolerable_misses),
