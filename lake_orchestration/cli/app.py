@@ -16,6 +16,7 @@ import click
 import pyarrow.parquet as pq
 
 from lake_orchestration.cli.output import emit_json, table
+from lake_orchestration.cli.storage_options import current_storage_options, redact, storage_options
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import EngineError, LakeOrchestrationError
 from lake_orchestration.hudi.table import HudiTable
@@ -35,12 +36,18 @@ def _errors(fn: F) -> F:
             # the reader of stdout went away (``| head``): click exits quietly (no traceback, no message)
             raise
         except (LakeOrchestrationError, ValueError, OSError, NotImplementedError) as err:
+            # a store's error may quote what it was given: mask every secret value before printing
             if verbose:
-                traceback.print_exc()
-            click.echo(f"Error: {err}", err=True)
+                click.echo(redact(traceback.format_exc()).rstrip("\n"), err=True)
+            click.echo(redact(f"Error: {err}"), err=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _table(path: str) -> HudiTable:
+    """The table at ``path`` opened with the command's ``--storage-option``/``--storage-options-file`` options."""
+    return HudiTable(path, storage_options=current_storage_options())
 
 
 def _spark_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -93,10 +100,11 @@ def table_summary(t: HudiTable) -> dict[str, Any]:
 @table_group.command("show")
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def table_show(path: str, as_json: bool) -> None:
     """Show the table's configuration (hoodie.properties)."""
-    s = table_summary(HudiTable(path))
+    s = table_summary(_table(path))
     if as_json:
         emit_json(s)
         return
@@ -131,10 +139,11 @@ def archived_timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
 @click.argument("path")
 @click.option("--archived", is_flag=True, help="Show the archived timeline (.hoodie/archived) instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def timeline_show(path: str, archived: bool, as_json: bool) -> None:
     """List the instants of the active timeline (latest state of each), or with --archived every archived state."""
-    rows = archived_timeline_rows(HudiTable(path)) if archived else timeline_rows(HudiTable(path))
+    rows = archived_timeline_rows(_table(path)) if archived else timeline_rows(_table(path))
     if as_json:
         emit_json(rows)
         return
@@ -184,10 +193,11 @@ def fsview_rows(t: HudiTable, *, all_slices: bool = False) -> list[dict[str, Any
 @click.argument("path")
 @click.option("--all-slices", is_flag=True, help="Show every committed slice, not only the latest.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def fsview_show(path: str, all_slices: bool, as_json: bool) -> None:
     """List file groups and their latest (or all) file slices."""
-    rows = fsview_rows(HudiTable(path), all_slices=all_slices)
+    rows = fsview_rows(_table(path), all_slices=all_slices)
     if as_json:
         emit_json(rows)
         return
@@ -218,6 +228,7 @@ def fsview_show(path: str, all_slices: bool, as_json: bool) -> None:
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
 @click.option("--as-of", default=None, help="Read as of this completed instant (default: latest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the read summary as JSON.")
+@storage_options
 @_errors
 def read_cmd(path: str, output: str, as_of: str | None, as_json: bool) -> None:
     """Write the merged snapshot (all columns, meta columns included) to a parquet file.
@@ -228,7 +239,7 @@ def read_cmd(path: str, output: str, as_of: str | None, as_json: bool) -> None:
     import contextlib
     import os
 
-    t = HudiTable(path)
+    t = _table(path)
     stats = ReadStats()
     writer = None
     schema = None
@@ -327,6 +338,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@storage_options
 @_errors
 def write_cmd(
     path: str,
@@ -370,6 +382,7 @@ def write_cmd(
         operation=operation,
         options=WriteOptions.from_hudi_options(hudi_opts),
         spark=spark,
+        storage_options=current_storage_options(),
     )
     summary = {
         "instant": result.instant,
@@ -482,6 +495,7 @@ def _spark_or_none(engine: str, master: str) -> Any:
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
 @click.option("--force", is_flag=True, help="Ignore the trigger strategy (hoodie.compact.inline.trigger.strategy).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def compaction_schedule(
     path: str, instant_time: str | None, strategy: str | None, options: tuple[str, ...], force: bool, as_json: bool
@@ -493,7 +507,7 @@ def compaction_schedule(
     if strategy:
         opts["hoodie.compaction.strategy"] = strategy
     r = schedule_compaction(
-        HudiTable(path), config=CompactionConfig.from_options(opts), instant_time=instant_time, force=force
+        _table(path), config=CompactionConfig.from_options(opts), instant_time=instant_time, force=force
     )
     ops = len(r.plan.operations or ()) if r.plan is not None else 0
     if as_json:
@@ -522,6 +536,7 @@ def compaction_schedule(
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
 @click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def compaction_run(
     path: str,
@@ -539,7 +554,7 @@ def compaction_run(
 
     cfg = CompactionConfig.from_options(_parse_options(options))
     results = run_compaction(
-        HudiTable(path),
+        _table(path),
         instant_time=instant_time,
         seq=seq.upper(),
         max_plans=max_plans,
@@ -575,13 +590,14 @@ def compaction_run(
 @compaction_group.command("show")
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def compaction_show(path: str, as_json: bool) -> None:
     """Pending and completed compaction plans with their operations."""
     from lake_orchestration.hudi.model.avro import CompactionPlan
     from lake_orchestration.hudi.model.instant import Action, Instant
 
-    t = HudiTable(path)
+    t = _table(path)
     out = []
     for name in sorted(f.name for f in t.storage.list_dir(t.hoodie_dir) if f.name.endswith(".compaction.requested")):
         ts = name.split(".", 1)[0]
@@ -637,12 +653,13 @@ def compaction_show(path: str, as_json: bool) -> None:
 @click.option("--instant-time", required=True, help="The inflight compaction to roll back.")
 @click.option("--dry-run", is_flag=True, help="Only say what would be deleted.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.metadata.enable=false (repeatable).")
+@storage_options
 @_errors
 def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
     from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
 
-    t = HudiTable(path)
+    t = _table(path)
     r = rollback_inflight_compaction(t, instant_time, dry_run=dry_run, options=_parse_options(options))
     if dry_run:
         files = [f for fs in files_to_roll_back(t, instant_time).values() for f in fs]
@@ -673,6 +690,7 @@ def log_compaction_group() -> None:
 @click.argument("path")
 @click.option("--instant-time", default=None)
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.log.compaction.blocks.threshold=5")
+@storage_options
 @_errors
 def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Schedule <instant>.logcompaction.requested for slices with enough log blocks."""
@@ -680,7 +698,7 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
     from lake_orchestration.hudi.services.compaction.log_compaction import schedule_log_compaction
 
     r = schedule_log_compaction(
-        HudiTable(path), config=CompactionConfig.from_options(_parse_options(options)), instant_time=instant_time
+        _table(path), config=CompactionConfig.from_options(_parse_options(options)), instant_time=instant_time
     )
     click.echo(f"Scheduled log compaction {r.instant}" if r.scheduled else f"No log compaction scheduled: {r.reason}")
 
@@ -689,6 +707,7 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
 @click.argument("path")
 @click.option("--instant-time", default=None, help="Default: every pending log compaction, oldest first.")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@storage_options
 @_errors
 def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
@@ -697,7 +716,7 @@ def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, 
     from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction
 
     cfg = CompactionConfig.from_options(_parse_options(options))
-    t = HudiTable(path)
+    t = _table(path)
     targets = [instant_time] if instant_time else [str(i.time) for i in t.timeline.pending_log_compactions()]
     if not targets:
         click.echo("No pending log compaction plan")
@@ -747,6 +766,7 @@ def _duration_seconds(text: str) -> float:
 )
 @click.option("--dry-run", is_flag=True, help="Only print the plan.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def rollback_cmd(
     path: str,
@@ -770,7 +790,7 @@ def rollback_cmd(
         k: parse_int_option(k.key, opts.get(k.key, k.default), minimum=1, service="rollback")
         for k in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES)
     }
-    t = HudiTable(path)
+    t = _table(path)
     if instant_time and _is_pending_rollback(t, instant_time):
         from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
 
@@ -857,6 +877,7 @@ def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
 )
 @click.option("--spark-master", default="local[*]", show_default=True, callback=_spark_master)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def clean_cmd(
     path: str, dry_run: bool, options: tuple[str, ...], engine: str, spark_master: str, as_json: bool
@@ -865,7 +886,7 @@ def clean_cmd(
     from lake_orchestration.hudi.services.clean import run_clean
 
     res = run_clean(
-        HudiTable(path),
+        _table(path),
         _parse_options(options),
         dry_run=dry_run,
         spark=None if dry_run else _spark_or_none(engine, spark_master),
@@ -908,6 +929,7 @@ def savepoint_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Only print what the savepoint would list.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def savepoint_create(
     path: str,
@@ -923,7 +945,7 @@ def savepoint_create(
     from lake_orchestration.hudi.table.lock import LockConfig
 
     lock = LockConfig.from_options(_parse_options(options))
-    md = create_savepoint(HudiTable(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
+    md = create_savepoint(_table(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
     files = {p: list(pm.savepoint_data_file) for p, pm in md.partition_metadata.items()}
     n = sum(len(v) for v in files.values())
     if as_json:
@@ -937,6 +959,7 @@ def savepoint_create(
 @click.option("--instant-time", required=True, help="The savepoint to delete.")
 @click.option("--dry-run", is_flag=True, help="Only say whether it exists.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
+@storage_options
 @_errors
 def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Delete a savepoint (its files become cleanable again)."""
@@ -944,7 +967,7 @@ def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple
     from lake_orchestration.hudi.table.lock import LockConfig
 
     lock = LockConfig.from_options(_parse_options(options))
-    if not delete_savepoint(HudiTable(path), instant_time, dry_run=dry_run, lock=lock):
+    if not delete_savepoint(_table(path), instant_time, dry_run=dry_run, lock=lock):
         raise ValueError(f"No savepoint at {instant_time} in {path}")
     click.echo(f"{'Would delete' if dry_run else 'Deleted'} savepoint {instant_time}")
 
@@ -952,6 +975,7 @@ def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple
 @savepoint_group.command("show")
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def savepoint_show(path: str, as_json: bool) -> None:
     """Savepoints on the active timeline."""
@@ -959,7 +983,7 @@ def savepoint_show(path: str, as_json: bool) -> None:
 
     from lake_orchestration.hudi.services.savepoint import list_savepoints
 
-    rows = list_savepoints(HudiTable(path))
+    rows = list_savepoints(_table(path))
     if as_json:
         emit_json([asdict(r) for r in rows])
     elif not rows:
@@ -984,12 +1008,13 @@ def savepoint_show(path: str, as_json: bool) -> None:
     help="hoodie.keep.min.commits, hoodie.keep.max.commits, hoodie.archive.merge.enable, ... as key=value.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@storage_options
 @_errors
 def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], as_json: bool) -> None:
     """Move old instants to the archived timeline (.hoodie/archived), then merge small archive files if enabled."""
     from lake_orchestration.hudi.services.archive import run_archive
 
-    r = run_archive(HudiTable(path), _parse_options(options), dry_run=dry_run)
+    r = run_archive(_table(path), _parse_options(options), dry_run=dry_run)
     row = {
         "dry_run": r.dry_run,
         "archived_instants": [str(i) for i in r.archived_instants],
