@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -99,7 +100,48 @@ def _run(path: Path, code: str, *args: str, crash_at: int = 0, crash_on: str | N
     ops = [line for line in p.stdout.splitlines() if line.startswith(("OP ", "CRASH "))]
     if p.returncode not in (0, 137):
         raise AssertionError(f"subprocess failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    if p.returncode == 137:
+        _long_ago(path)
     return p.returncode, ops
+
+
+def _unlocked(ops: list[str]) -> list[str]:
+    """The steps but taking and releasing the table lock (``.hoodie/lock``; crashes there are tested too)."""
+    return [op for op in ops if not op.endswith("/.hoodie/lock")]
+
+
+def _step(ops: list[str], pattern: str) -> int:
+    """The 1-based step whose path matches ``pattern`` (the last one)."""
+    return max(n for n, op in enumerate(ops, 1) if re.search(pattern, op))
+
+
+def _crash_points(ops: list[str]) -> list[int]:
+    """The steps to crash before: every step, but of a run of steps of one kind (deleting base file after base file,
+    writing rollback log file after log file) only the first and the last."""
+
+    def kind(op: str) -> str:
+        method, path = op.split(" ", 2)[1:3]
+        name = path.rsplit("/", 1)[-1]
+        if name.endswith(".parquet"):
+            return f"{method} base file"
+        if ".log." in name:
+            return f"{method} log file"
+        return f"{method} {re.sub(r'[0-9]{14,17}', 'T', name)}"
+
+    kinds = [kind(op) for op in ops]
+    return [
+        n
+        for n in range(1, len(ops) + 1)
+        if n in (1, len(ops)) or kinds[n - 1] != kinds[n - 2] or kinds[n - 1] != kinds[n]
+    ]
+
+
+def _long_ago(path: Path) -> None:
+    """The rerun comes after the killed process's heartbeats and table lock expired (they are judged by mtime)."""
+    old = time.time() - 3600
+    for f in [path / ".hoodie" / "lock", *(path / ".hoodie" / ".heartbeat").glob("*")]:
+        if f.exists():
+            os.utime(f, (old, old))
 
 
 def _opts(table_type: TableType) -> WriteOptions:
@@ -145,7 +187,8 @@ def _state(path: Path, rollback_time: str | None) -> dict[str, object]:
     """Every file of the table (names with the rollback instant time replaced by R), and the rollback metadata."""
     files = []
     for p in sorted(path.rglob("*")):
-        if p.is_file() and "hoodie.properties" not in p.name:
+        # hoodie.properties aside; a table lock left by a kill while releasing it is taken over once expired
+        if p.is_file() and "hoodie.properties" not in p.name and p != path / ".hoodie" / "lock":
             rel = str(p.relative_to(path))
             files.append(rel.replace(rollback_time, "R") if rollback_time else rel)
     out: dict[str, object] = {"files": files}
@@ -186,31 +229,33 @@ def test_rollback_killed_at_every_step_then_rerun_ends_as_uninterrupted(tmp_path
     expected = _state(ref, _rollback_time(ref))
     # the steps: .rollback.requested, .rollback.inflight, base files deleted, (MOR) rollback log files written,
     # markers deleted, the failed instant's timeline files and heartbeat deleted, .rollback
-    kinds = [re.sub(r"\d{14,17}", "T", op.split(" ", 1)[1]) for op in ops]
+    kinds = [re.sub(r"\d{14,17}", "T", op.split(" ", 1)[1]) for op in _unlocked(ops)]
     assert kinds[0].endswith(".rollback.requested") and kinds[1].endswith(".rollback.inflight")
     assert kinds[-1].endswith(".rollback")
     assert any(k.startswith("delete_file") and k.endswith(".parquet") for k in kinds)
     assert any(".log." in k for k in kinds) == (table_type is TableType.MERGE_ON_READ)
     assert any(k.startswith("delete_file") and k.endswith(".inflight") and ".rollback" not in k for k in kinds)
-    for n in range(1, len(ops) + 1):
+    commit = _step(ops, r"\.hoodie/\d+\.rollback$")  # the commit point; after it only the lock is released
+    for n in _crash_points(ops):
         run = tmp_path / f"crash{n}"
         shutil.copytree(template, run)
         rc, crashed_ops = _run(run, _ROLLBACK, failed, crash_at=n)
         assert rc == 137 and crashed_ops[-1].startswith("CRASH"), (n, crashed_ops)
         # interrupted: either the failed write is still pending or the rollback is; the snapshot never has its rows
         t = HudiTable(str(run))
-        assert list(t.timeline.pending()), f"crash at step {n} ({ops[n - 1]}): nothing pending left to resume"
         assert_same_rows(hudi_rs_snapshot(run), before)
-        # rerun: the same command
-        done = rollback_write(HudiTable(str(run)), failed)
-        assert isinstance(done, Instant) and done.state is State.COMPLETED
+        if n <= commit:
+            assert list(t.timeline.pending()), f"crash at step {n} ({ops[n - 1]}): nothing pending left to resume"
+            # rerun: the same command
+            done = rollback_write(HudiTable(str(run)), failed)
+            assert isinstance(done, Instant) and done.state is State.COMPLETED
         assert not list(HudiTable(str(run)).timeline.pending()), f"crash at step {n}: something left pending"
         assert _state(run, _rollback_time(run)) == expected, f"crash at step {n} ({ops[n - 1]})"
         assert_same_rows(hudi_rs_snapshot(run), before)
-        if n < len(ops) - 1:
+        if n != commit:
             shutil.rmtree(run)
     # a later service reads the recovered table right: compaction (MOR) / an upsert keep hudi-rs equal to our read
-    last = tmp_path / f"crash{len(ops) - 1}"
+    last = tmp_path / f"crash{commit}"
     t = HudiTable(str(last))
     if table_type is TableType.MERGE_ON_READ:
         assert schedule_compaction(t, force=True).scheduled
@@ -263,7 +308,9 @@ def _savepointed_table(tmp_path: Path) -> tuple[Path, str]:
 
 
 def _sp_state(path: Path, instant: str) -> tuple[list[str], dict[str, list[str]] | None]:
-    names = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file() and p.name != "hoodie.properties")
+    names = sorted(
+        p.name for p in (path / ".hoodie").iterdir() if p.is_file() and p.name not in ("hoodie.properties", "lock")
+    )
     sp = path / ".hoodie" / f"{instant}.savepoint"
     if not sp.exists():
         return names, None
@@ -280,29 +327,96 @@ def test_savepoint_create_and_delete_killed_at_every_step_then_rerun(tmp_path: P
     ref = tmp_path / "ref"
     shutil.copytree(template, ref)
     rc, create_ops = _run(ref, _SP_CREATE, instant)
-    assert rc == 0 and len(create_ops) == 2  # .savepoint.inflight, .savepoint
+    assert rc == 0 and len(_unlocked(create_ops)) == 2  # .savepoint.inflight, .savepoint
     created = _sp_state(ref, instant)
     assert created[1] and f"{instant}.savepoint.inflight" in created[0]
     saved = tmp_path / "saved"
     shutil.copytree(ref, saved)
     rc, delete_ops = _run(ref, _SP_DELETE, instant)
-    assert rc == 0 and len(delete_ops) == 2  # .savepoint, then .savepoint.inflight
+    assert rc == 0 and len(_unlocked(delete_ops)) == 2  # .savepoint, then .savepoint.inflight
     deleted = _sp_state(ref, instant)
     assert deleted[1] is None and not [n for n in deleted[0] if ".savepoint" in n]
-    for n in range(1, len(create_ops) + 1):
+    commit = _step(create_ops, r"\.savepoint$")
+    for n in _crash_points(create_ops):
         run = tmp_path / f"create{n}"
         shutil.copytree(template, run)
         assert _run(run, _SP_CREATE, instant, crash_at=n)[0] == 137
-        assert list_savepoints(HudiTable(str(run))) == []  # a half-made savepoint protects nothing, reads as none
-        create_savepoint(HudiTable(str(run)), instant, user="u", comments="c")
+        if n <= commit:
+            assert list_savepoints(HudiTable(str(run))) == []  # a half-made savepoint protects nothing, reads as none
+            create_savepoint(HudiTable(str(run)), instant, user="u", comments="c")
         assert _sp_state(run, instant) == created, f"create crashed at step {n}"
         # a later clean keeps the savepointed files
         run_clean(HudiTable(str(run)))
         assert [s.instant_time for s in list_savepoints(HudiTable(str(run)))] == [instant]
-    for n in range(1, len(delete_ops) + 1):
+    commit = _step(delete_ops, r"\.savepoint")
+    for n in _crash_points(delete_ops):
         run = tmp_path / f"delete{n}"
         shutil.copytree(saved, run)
         assert _run(run, _SP_DELETE, instant, crash_at=n)[0] == 137
-        assert delete_savepoint(HudiTable(str(run)), instant)
+        if n <= commit:
+            assert delete_savepoint(HudiTable(str(run)), instant)
         assert _sp_state(run, instant) == deleted, f"delete crashed at step {n}"
         assert not delete_savepoint(HudiTable(str(run)), instant)
+
+
+_COMPACT = """
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.services.compaction import run_compaction
+run_compaction(HudiTable(path))
+"""
+
+
+def test_compaction_rollback_killed_at_every_step_then_rerun_and_compaction_recover(tmp_path: Path) -> None:
+    """``rollback --instant-time <compaction>`` of an inflight compaction (its base files written, killed before its
+    commit), killed before each step. Java's order (rollback completed, then the compaction reverted to requested)
+    means a kill between the two leaves the compaction inflight: the rerun rolls it back again (a second, empty
+    rollback instant, as Java would). Either way the compaction then runs and hudi-rs reads the same rows."""
+    template = tmp_path / "template"
+    base = generate_trips(400, partitions=3, seed=1)
+    write_table(str(template), base, operation="bulk_insert", options=_opts(TableType.MERGE_ON_READ))
+    write_table(
+        str(template),
+        generate_updates(base, fraction=0.3, seed=2, ts_offset=10**7),
+        operation="upsert",
+        options=_opts(TableType.MERGE_ON_READ),
+    )
+    before = hudi_rs_snapshot(template)
+    sched = schedule_compaction(HudiTable(str(template)), force=True)
+    instant = str(sched.instant)
+    rc, _ = _run(template, _COMPACT, crash_on=rf"\.hoodie/{instant}\.commit$")
+    assert rc == 137
+    assert HudiTable(str(template)).timeline.get(instant).state is State.INFLIGHT  # type: ignore[union-attr]
+    attempt = sorted(p.name for p in template.rglob(f"*_{instant}.parquet"))
+    assert attempt
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    rc, ops = _run(ref, _ROLLBACK, instant)
+    assert rc == 0
+    kinds = [re.sub(r"\d{14,17}", "T", op.split(" ", 1)[1]) for op in _unlocked(ops)]
+    assert kinds[0].endswith(".rollback.requested") and kinds[-1].endswith("T.compaction.inflight")
+    assert sum(k.startswith("delete_file") and k.endswith(".parquet") for k in kinds) == len(attempt)
+    expected = _state(ref, _rollback_time(ref))
+    revert = _step(ops, rf"{instant}\.compaction\.inflight$")  # after it only the lock is released
+    for n in _crash_points(ops):
+        run = tmp_path / f"crash{n}"
+        shutil.copytree(template, run)
+        rc, crashed = _run(run, _ROLLBACK, instant, crash_at=n)
+        assert rc == 137 and crashed[-1].startswith("CRASH"), (n, crashed)
+        assert_same_rows(hudi_rs_snapshot(run), before)
+        if n <= revert:
+            rollback_write(HudiTable(str(run)), instant)
+        t = HudiTable(str(run))
+        assert t.timeline.get(instant).state is State.REQUESTED, f"crash at step {n}"  # type: ignore[union-attr]
+        assert not list(t.timeline.pending().with_actions(Action.ROLLBACK)), f"crash at step {n}"
+        assert not list(run.rglob(f"*_{instant}.parquet")), f"crash at step {n}: attempt files left"
+        rollbacks = sorted(p.name.split(".")[0] for p in (run / ".hoodie").glob("*.rollback"))
+        if n != revert:
+            assert len(rollbacks) == 1 and _state(run, rollbacks[0]) == expected, f"crash at step {n} ({ops[n - 1]})"
+        else:  # killed after the rollback completed, before the compaction was reverted: rolled back once more
+            assert len(rollbacks) == 2
+            md = RollbackMetadata.from_bytes((run / ".hoodie" / f"{rollbacks[1]}.rollback").read_bytes(), path="")
+            assert md.commits_rollback == (instant,) and md.total_files_deleted == 0
+        (res,) = run_compaction(HudiTable(str(run)))
+        assert res.instant == instant and res.rolled_back_attempt is None
+        assert_same_rows(hudi_rs_snapshot(run), before, ignore=REWRITTEN_BY_SERVICES)
+        shutil.rmtree(run)
