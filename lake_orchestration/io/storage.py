@@ -8,11 +8,12 @@ window is the store's limit: S3 conditional writes are not exposed by pyarrow).
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -112,16 +113,23 @@ class Storage:
 
     def open_parquet(self, path: str) -> pq.ParquetFile:
         """A parquet file opened for reading (footer read). A file that is not valid parquet (empty, truncated,
-        garbage) raises :class:`CorruptFileError` naming it, never pyarrow's own error."""
-        import pyarrow.parquet as pq
-
+        garbage) raises :class:`CorruptFileError` naming it, never pyarrow's own error; so do its ``read``,
+        ``read_row_group`` and ``iter_batches`` when a page does not decode (a read error of a remote store is a
+        :class:`StorageError`)."""
         f = self.open_input_file(path)
         try:
-            return pq.ParquetFile(f)
+            return _checked_parquet_file_class()(f, storage=self, path=path)
         except (pa.ArrowException, OSError) as err:
             f.close()
-            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise CorruptFileError(self.uri(path), f"not a readable Parquet file ({detail})") from err
+            raise self.parquet_error(path, err) from err
+
+    def parquet_error(self, path: str, err: Exception) -> StorageError | CorruptFileError:
+        """The project error for pyarrow's ``err`` reading the parquet file ``path``."""
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        decode = isinstance(err, pa.ArrowInvalid) or any(w in str(err).lower() for w in ("deserializ", "corrupt"))
+        if decode or self.is_local:
+            return CorruptFileError(self.uri(path), f"not a readable Parquet file ({detail})")
+        return StorageError(f"Cannot read Parquet file ({detail})", path=self.uri(path))
 
     def size(self, path: str) -> int:
         info = self._info(path)
@@ -243,6 +251,44 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage({self.base_uri!r})"
+
+
+@functools.cache
+def _checked_parquet_file_class() -> type[pq.ParquetFile]:
+    """``pq.ParquetFile`` whose reads raise :meth:`Storage.parquet_error` (built on first use: pyarrow.parquet is
+    imported lazily)."""
+    import pyarrow.parquet as pq
+
+    class CheckedParquetFile(pq.ParquetFile):
+        def __init__(self, source: pa.NativeFile, *, storage: Storage, path: str) -> None:
+            self._storage = storage
+            self._path = path
+            super().__init__(source)
+
+        def read(self, *args: Any, **kwargs: Any) -> pa.Table:
+            try:
+                return super().read(*args, **kwargs)
+            except (pa.ArrowException, OSError) as err:
+                raise self._storage.parquet_error(self._path, err) from err
+
+        def read_row_group(self, *args: Any, **kwargs: Any) -> pa.Table:
+            try:
+                return super().read_row_group(*args, **kwargs)
+            except (pa.ArrowException, OSError) as err:
+                raise self._storage.parquet_error(self._path, err) from err
+
+        def iter_batches(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+            batches = super().iter_batches(*args, **kwargs)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                except (pa.ArrowException, OSError) as err:
+                    raise self._storage.parquet_error(self._path, err) from err
+                yield batch
+
+    return CheckedParquetFile
 
 
 def _to_file_info(i: pafs.FileInfo) -> FileInfo:
