@@ -75,6 +75,18 @@ def _env_secret(var: str | None, *, table: str, field: str) -> str | None:
     return value
 
 
+ConditionalPut = Literal["auto", "true", "false"]
+"""The ``conditional_put`` storage option (``lake_orchestration.io.object_store``): ``auto`` probes an S3-compatible
+endpoint once for conditional writes, ``true`` trusts the store, ``false`` declares a store without them (one
+writer only: creates are a check then a write, and the file-based table lock refuses such a store)."""
+
+
+def _conditional_put(v: Any) -> Any:
+    if isinstance(v, bool):  # YAML's `conditional_put: false`
+        return "true" if v else "false"
+    return v
+
+
 def _check_env_name(v: str | None) -> str | None:
     if v is not None and not _ENV_NAME.fullmatch(v):
         raise ValueError(
@@ -122,6 +134,11 @@ class S3Storage(dg.Resolvable, dg.Model):
     """Name of the environment variable holding the secret access key (``AWS_SECRET_ACCESS_KEY``)."""
     session_token_env: str | None = None
     """Name of the environment variable holding a session token (``AWS_SESSION_TOKEN``)."""
+    conditional_put: ConditionalPut | None = None
+    """Conditional writes of the store (default ``auto``): ``false`` for an S3-compatible store without
+    ``If-None-Match`` (single writer only), ``true`` to skip the one-time probe of a custom endpoint."""
+
+    _conditional = pydantic.field_validator("conditional_put", mode="before")(_conditional_put)
 
     @pydantic.field_validator("access_key_env", "secret_key_env", "session_token_env")
     @classmethod
@@ -138,7 +155,15 @@ class S3Storage(dg.Resolvable, dg.Model):
         """The ``storage_options`` of ``HudiTable``, secrets read from the environment now."""
         opts: dict[str, Any] = {
             k: getattr(self, k)
-            for k in ("region", "endpoint_override", "scheme", "anonymous", "role_arn", "force_virtual_addressing")
+            for k in (
+                "region",
+                "endpoint_override",
+                "scheme",
+                "anonymous",
+                "role_arn",
+                "force_virtual_addressing",
+                "conditional_put",
+            )
             if getattr(self, k) is not None
         }
         for key in ("access_key", "secret_key", "session_token"):
@@ -173,6 +198,11 @@ class GcsStorage(dg.Resolvable, dg.Model):
     """Name of the environment variable holding an OAuth access token."""
     credential_token_expiration: str | None = None
     """When that access token expires, ISO 8601 (``2030-01-01T00:00:00+00:00``); required with ``access_token_env``."""
+    conditional_put: ConditionalPut | None = None
+    """Conditional writes of the store (default ``auto``: GCS has them); ``false`` for a GCS-compatible store
+    without ``x-goog-if-generation-match`` (single writer only)."""
+
+    _conditional = pydantic.field_validator("conditional_put", mode="before")(_conditional_put)
 
     @pydantic.field_validator("access_token_env")
     @classmethod
@@ -206,6 +236,7 @@ class GcsStorage(dg.Resolvable, dg.Model):
                 "anonymous",
                 "default_bucket_location",
                 "target_service_account",
+                "conditional_put",
             )
             if getattr(self, k) is not None
         }
@@ -237,12 +268,17 @@ class HdfsStorage(dg.Resolvable, dg.Model):
     """Block size of the files written."""
     extra_conf: dict[str, str] = {}  # noqa: RUF012 - pydantic copies field defaults
     """Extra Hadoop configuration (``dfs.*`` ...)."""
+    conditional_put: ConditionalPut | None = None
+    """HDFS has no exclusive create through pyarrow: timeline files can only be created with ``false`` (one writer
+    only, declared by the user; creates are then a check followed by a write)."""
+
+    _conditional = pydantic.field_validator("conditional_put", mode="before")(_conditional_put)
 
     def to_storage_options(self, *, table: str) -> dict[str, Any]:
         """The ``storage_options`` of ``HudiTable``."""
         opts: dict[str, Any] = {
             k: getattr(self, k)
-            for k in ("user", "kerb_ticket", "replication", "buffer_size", "default_block_size")
+            for k in ("user", "kerb_ticket", "replication", "buffer_size", "default_block_size", "conditional_put")
             if getattr(self, k) is not None
         }
         if self.extra_conf:

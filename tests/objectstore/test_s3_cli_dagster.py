@@ -423,3 +423,34 @@ def test_dagster_s3_table_config_end_to_end(
     done = t.timeline.get(instant)
     assert done is not None and done.is_completed
     _same_rows(_hudi_rs(s3, uri), _expected(base, upd))
+
+
+@pytest.mark.parametrize(("value", "atomic"), [(None, True), ("true", True), ("false", False)])
+def test_dagster_s3_config_conditional_put_reaches_the_storage(
+    s3: S3Bucket, tmp_path: Path, no_aws_env: None, monkeypatch: pytest.MonkeyPatch, value: str | None, atomic: bool
+) -> None:
+    """``conditional_put`` in a table's storage config (``false``: a store declared without conditional writes,
+    one writer only) reaches the table's Storage; YAML's boolean ``false`` is the same as ``"false"``."""
+    from lake_orchestration.dagster import load_config_file
+
+    monkeypatch.setenv("T_KEY", ACCESS_KEY)
+    monkeypatch.setenv("T_SECRET", SECRET_KEY)
+    extra = f"\n      conditional_put: {value}" if value is not None else ""
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"""\
+tables:
+  - name: t
+    base_path: {s3.uri("t")}
+    storage:
+      provider: s3
+      endpoint_override: {s3.endpoint}
+      access_key_env: T_KEY
+      secret_key_env: T_SECRET{extra}
+"""
+    )
+    (cfg,) = load_config_file(config).tables
+    assert cfg.storage_options().get("conditional_put") == value
+    from lake_orchestration.io import Storage
+
+    assert Storage(cfg.base_path, options=cfg.storage_options()).atomic_create is atomic
