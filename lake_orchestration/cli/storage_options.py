@@ -151,11 +151,14 @@ def load_storage_options_file(path: str | Path) -> dict[str, Any]:
 
 
 def _secret_values(options: Mapping[str, Any]) -> set[str]:
-    vals = {str(v) for k, v in options.items() if is_secret_key(k)}
+    # a very short value would mask ordinary words: 4+ characters from the file, 8+ from the environment (where
+    # AWS_SECRET_ACCESS_KEY=test is a local emulator's convention, not a secret)
+    vals = {str(v) for k, v in options.items() if is_secret_key(k) and len(str(v)) >= 4}
     for name, v in os.environ.items():
         if name in SECRET_ENV_VARS or (name.startswith(("AWS_", "GOOGLE_", "AZURE_")) and is_secret_key(name)):
-            vals.add(v)
-    return {v for v in vals if len(v) >= 4}  # a 1-3 character "secret" would mask ordinary words
+            if len(v) >= 8:
+                vals.add(v)
+    return vals
 
 
 def redact(text: str, secrets: set[str] | None = None) -> str:
