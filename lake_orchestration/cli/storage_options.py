@@ -146,7 +146,13 @@ def load_storage_options_file(path: str | Path) -> dict[str, Any]:
                 f"{path}: {k}: expected a string, number or boolean, got a {type(v).__name__} (value not shown)",
                 param_hint=hint,
             )
-        out[k.strip()] = _coerce(k.strip(), v, where=f"{path}: ", hint=hint) if isinstance(v, str) else v
+        key = k.strip()
+        if isinstance(v, str):
+            out[key] = _coerce(key, v, where=f"{path}: ", hint=hint)
+        elif isinstance(v, bool) or key in _INT_OPTIONS | _FLOAT_OPTIONS:
+            out[key] = v
+        else:  # a YAML number where the store wants a string (an all-digit access key, a numeric region name)
+            out[key] = str(v)
     return out
 
 

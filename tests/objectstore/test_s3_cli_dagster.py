@@ -273,6 +273,34 @@ def test_cli_bad_storage_options_file_names_the_key_never_the_value(
     assert expected in res.stderr and str(f) in res.stderr
 
 
+def test_cli_storage_options_file_in_json_with_numeric_keys(s3: S3Bucket, tmp_path: Path, no_aws_env: None) -> None:
+    """The options file may be JSON (it is YAML); numbers where the store wants strings (an all-digit key id) are
+    passed as strings, and the timeouts as numbers."""
+    from lake_orchestration.hudi.write import WriteOptions, write_table
+
+    uri = s3.uri("t")
+    opts = WriteOptions(table_name="t", record_key_fields=("uuid",), precombine_field="ts")
+    write_table(
+        uri, generate_trips(10, seed=1), operation="bulk_insert", options=opts, storage_options=s3.storage_options
+    )
+    f = tmp_path / "opts.json"
+    f.write_text(json.dumps({"access_key": 12345678901, "secret_key": 98765432109, "connect_timeout": 30}))
+    res = _run(
+        [
+            "table",
+            "show",
+            uri,
+            "--json",
+            "--storage-options-file",
+            str(f),
+            "--storage-option",
+            f"endpoint_override={s3.endpoint}",
+        ]
+    )
+    assert json.loads(res.stdout)["name"] == "t"
+    assert "98765432109" not in res.stdout + res.stderr
+
+
 def test_cli_error_quoting_a_secret_is_masked(s3: S3Bucket, tmp_path: Path, no_aws_env: None) -> None:
     """An error message (and the --verbose traceback) that quotes a secret value prints *** instead: here the
     store's error names a path that happens to contain it."""
