@@ -12,7 +12,7 @@ import io
 import logging
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from lake_orchestration.hudi.log.block_content import encode_avro_data_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
 from lake_orchestration.hudi.model.avro import ArchivedMetaEntry, parse_schema_text, parsed_schema_for, schema_text
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.io.storage import Storage
+from lake_orchestration.io.storage import FileInfo, Storage
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,13 @@ def archive_dir(storage: Storage, folder: str) -> str:
 
 def list_archive_files(storage: Storage, directory: str) -> list[ArchiveFile]:
     """Archive files in ``directory``, ascending by version (missing folder = none)."""
+    return archive_files_in(storage.list_dir(directory))
+
+
+def archive_files_in(entries: Iterable[FileInfo]) -> list[ArchiveFile]:
+    """The archive files among the listed ``entries`` of an archive folder, ascending by version."""
     out = []
-    for f in storage.list_dir(directory):
+    for f in entries:
         if f.is_dir:
             continue
         version = parse_archive_file_name(f.name)

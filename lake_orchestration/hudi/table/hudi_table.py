@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -37,13 +37,17 @@ from lake_orchestration.hudi.model.properties import (
 )
 from lake_orchestration.hudi.model.schema import parse_schema, with_meta_fields
 from lake_orchestration.hudi.model.timeline import Timeline
-from lake_orchestration.io.storage import Storage
+from lake_orchestration.io.storage import FileInfo, Storage
 
 log = logging.getLogger(__name__)
 
 HOODIE_DIR = ".hoodie"
 PROPERTIES_FILE = "hoodie.properties"
 BACKUP_FILE = "hoodie.properties.backup"
+METADATA_DIR = "metadata"
+_CONTENT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+"""Timeline file contents kept per :class:`HudiTable` (oldest dropped first)."""
+_CONTENT_CACHE_MAX_FILE = 8 * 1024 * 1024
 _INFLIGHT_ARE_EMPTY = {Action.COMPACTION, Action.LOG_COMPACTION, Action.ROLLBACK, Action.SAVEPOINT, Action.RESTORE}
 
 
@@ -196,9 +200,15 @@ class HudiTable:
     def has_metadata_table(self) -> bool:
         """True if ``.hoodie/metadata`` holds a table or ``hoodie.table.metadata.partitions`` names partitions."""
         parts = (self.config.raw.get(HoodieKey.METADATA_PARTITIONS.key) or "").strip()
-        return bool(parts) or self.storage.exists(
-            self.storage.join(HOODIE_DIR, "metadata", HOODIE_DIR, PROPERTIES_FILE)
-        )
+        return bool(parts) or self.metadata_table_exists()
+
+    def metadata_table_exists(self) -> bool:
+        """True if ``.hoodie/metadata/.hoodie/hoodie.properties`` exists. No request when the ``.hoodie/`` listing
+        of the cached timeline shows no ``metadata`` folder."""
+        listing = self.__dict__.get("_listing")
+        if listing is not None and METADATA_DIR not in listing:
+            return False
+        return self.storage.exists(self.storage.join(HOODIE_DIR, METADATA_DIR, HOODIE_DIR, PROPERTIES_FILE))
 
     def ensure_metadata_table_handled(
         self, options: Mapping[str, str] | None, *, service: str, dry_run: bool = False
@@ -235,47 +245,103 @@ class HudiTable:
         keys = (HoodieKey.METADATA_PARTITIONS.key, HoodieKey.METADATA_PARTITIONS_INFLIGHT.key)
         if any(k in self.config.raw for k in keys):
             self.update_properties({}, remove=keys)
-        self.storage.delete_dir(self.storage.join(HOODIE_DIR, "metadata"))
+        self.storage.delete_dir(self.storage.join(HOODIE_DIR, METADATA_DIR))
+        self.refresh()
 
     # -- timeline ----------------------------------------------------------------------------------------------
+    def _hoodie_listing(self) -> dict[str, FileInfo]:
+        """The entries of ``.hoodie/`` (files and folders, by name) as last listed; one LIST, cached with the
+        timeline (:meth:`refresh` drops both)."""
+        listing = self.__dict__.get("_listing")
+        if listing is None:
+            listing = {f.name: f for f in self.storage.list_dir(self.hoodie_dir)}
+            self.__dict__["_listing"] = listing
+            tl = Timeline.from_file_names(self._timeline_names(listing), where=self.storage.uri(self.hoodie_dir))
+            for name in tl.ignored_files:
+                log.warning("Ignoring unknown file %s in %s", name, self.storage.uri(self.hoodie_dir))
+            self.__dict__["timeline"] = tl
+        return listing
+
+    @staticmethod
+    def _timeline_names(listing: Mapping[str, FileInfo]) -> list[str]:
+        return [name for name, f in listing.items() if not f.is_dir]
+
     @cached_property
     def timeline(self) -> Timeline:
-        """The active timeline (cached; :meth:`refresh` reloads it)."""
-        names = [f.name for f in self.storage.list_dir(self.hoodie_dir) if not f.is_dir]
-        tl = Timeline.from_file_names(names, where=self.storage.uri(self.hoodie_dir))
-        for name in tl.ignored_files:
-            log.warning("Ignoring unknown file %s in %s", name, self.storage.uri(self.hoodie_dir))
-        return tl
+        """The active timeline (cached; :meth:`refresh` reloads it). Instants this object creates are added to the
+        cached timeline without listing ``.hoodie/`` again."""
+        listing = self._hoodie_listing()
+        if "timeline" in self.__dict__:  # set by the listing itself
+            return self.__dict__["timeline"]
+        return Timeline.from_file_names(self._timeline_names(listing), where=self.storage.uri(self.hoodie_dir))
+
+    def timeline_file_names(self) -> set[str]:
+        """Names of every file of ``.hoodie/`` (every state file of every instant, ``hoodie.properties`` ...) from
+        the listing the cached timeline was built from (no extra request)."""
+        return set(self._timeline_names(self._hoodie_listing()))
 
     def refresh(self) -> HudiTable:
-        """Forget cached timeline state."""
+        """Forget cached timeline state (the next access lists ``.hoodie/`` again)."""
         self.__dict__.pop("timeline", None)
+        self.__dict__.pop("_listing", None)
         return self
 
     def instant_path(self, instant: Instant) -> str:
         return self.storage.join(HOODIE_DIR, instant.file_name)
 
     def read_instant(self, instant: Instant) -> bytes:
-        """Content of an instant's file (plan files are read from the requested state, as Java does)."""
+        """Content of an instant's file (plan files are read from the requested state, as Java does).
+
+        Timeline files are immutable (create-if-absent, never rewritten): a content already read is served again
+        while the ``.hoodie/`` listing shows the file with the same size (and modification time), with no request.
+        """
         path = self.instant_path(instant)
-        if not self.storage.exists(path):
-            inflight = instant.with_state(State.INFLIGHT)
-            if (
-                instant.state is State.REQUESTED
-                and instant.action is Action.COMPACTION
-                and self.storage.exists(self.instant_path(inflight))
-            ):
-                t = instant.time
-                raise InvalidInstantStateError(
-                    self.base_uri,
-                    str(t),
-                    f"{inflight.file_name} has no {instant.file_name} (the compaction plan): nothing can read or run "
-                    f"this compaction, nor build the file-system view. Restore the plan file from a copy, or roll the "
-                    f"attempt back and remove the compaction with 'lake-orch compaction rollback {self.base_uri} "
-                    f"--instant-time {t}' (it deletes the base files named with {t}, which no completed commit wrote)",
-                )
-            raise InstantNotFoundError(self.base_uri, str(instant.time), f"missing {instant.file_name}")
-        return self.storage.read_bytes(path)
+        name = instant.file_name
+        listed = self.__dict__.get("_listing", {}).get(name)
+        cached = self._contents.get(name)
+        if cached is not None and listed is not None and _same_file(cached, listed):
+            return cached[2]
+        try:
+            data = self.storage.read_bytes(path)  # one GET; existence is checked only when it fails
+        except StorageError:
+            if self.storage.exists(path):
+                raise
+            self._raise_missing(instant)
+        if listed is not None:
+            self._remember(name, listed.size, listed.mtime_ms, data)
+        return data
+
+    def _raise_missing(self, instant: Instant) -> None:
+        inflight = instant.with_state(State.INFLIGHT)
+        if (
+            instant.state is State.REQUESTED
+            and instant.action is Action.COMPACTION
+            and self.storage.exists(self.instant_path(inflight))
+        ):
+            t = instant.time
+            raise InvalidInstantStateError(
+                self.base_uri,
+                str(t),
+                f"{inflight.file_name} has no {instant.file_name} (the compaction plan): nothing can read or run "
+                f"this compaction, nor build the file-system view. Restore the plan file from a copy, or roll the "
+                f"attempt back and remove the compaction with 'lake-orch compaction rollback {self.base_uri} "
+                f"--instant-time {t}' (it deletes the base files named with {t}, which no completed commit wrote)",
+            )
+        raise InstantNotFoundError(self.base_uri, str(instant.time), f"missing {instant.file_name}")
+
+    @cached_property
+    def _contents(self) -> dict[str, tuple[int, int, bytes]]:
+        """File name -> (size, mtime ms or 0 if written by this object, content) of timeline files read or written."""
+        return {}
+
+    def _remember(self, name: str, size: int, mtime_ms: int, data: bytes) -> None:
+        if len(data) > _CONTENT_CACHE_MAX_FILE or size != len(data):
+            return
+        contents = self._contents
+        total = sum(len(v[2]) for v in contents.values())
+        while contents and total + len(data) > _CONTENT_CACHE_MAX_BYTES:
+            total -= len(contents.pop(next(iter(contents)))[2])  # oldest first
+        contents[name] = (size, mtime_ms, data)
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """``HoodieCommitMetadata`` of a completed commit/deltacommit/replacecommit."""
@@ -324,7 +390,6 @@ class HudiTable:
                 self.base_uri, str(inflight.time), f"cannot complete: {inflight.file_name} does not exist"
             )
         self._create(completed, content)
-        self.refresh()
         return completed
 
     def _create(self, instant: Instant, content: bytes) -> None:
@@ -332,10 +397,22 @@ class HudiTable:
         try:
             self.storage.create_if_absent(path, content)
         except FileAlreadyExistsError as err:
+            self.refresh()
             raise InvalidInstantStateError(
                 self.base_uri, str(instant.time), f"{instant.file_name} already exists on the timeline"
             ) from err
-        self.refresh()
+        except BaseException:
+            self.refresh()
+            raise
+        listing = self.__dict__.get("_listing")
+        if listing is None:
+            return
+        # Add what was just created to the cached timeline instead of listing .hoodie/ again: the listing is as
+        # current as before, plus this file (decisions refresh explicitly, under the table lock).
+        name = instant.file_name
+        listing[name] = FileInfo(path=path, name=name, size=len(content), mtime_ms=0)
+        self.__dict__.pop("timeline", None)
+        self._remember(name, len(content), 0, content)
 
     # -- schema ------------------------------------------------------------------------------------------------
     def latest_schema(self) -> dict[str, Any] | None:
@@ -357,17 +434,43 @@ class HudiTable:
     # -- file-system view ------------------------------------------------------------------------------------------
     def list_partitions(self) -> list[str]:
         """Relative paths of every partition (a directory holding ``.hoodie_partition_metadata``)."""
-        base = self.storage.base_path.rstrip("/") + "/"
-        parts = set()
-        for f in self.storage.walk_files(self.storage.base_path):
-            if not f.name.startswith(PARTITION_METAFILE_PREFIX):
-                continue
-            rel = f.path[len(base) :] if f.path.startswith(base) else f.path
-            directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            if any(seg.startswith(".") for seg in directory.split("/") if seg):
-                continue  # .hoodie/, .temp markers, hidden folders are never partitions
-            parts.add(directory)
-        return sorted(parts)
+        return sorted(self.partition_listing())
+
+    def partition_listing(self, partitions: Iterable[str] | None = None) -> dict[str, list[FileInfo]]:
+        """Partition -> the entries directly in it, from one non-recursive listing per directory.
+
+        Without ``partitions``, every partition is found the way Hudi's ``FileSystemBackedTableMetadata`` does:
+        directories are listed level by level from the base path, hidden ones (``.hoodie/``, ``.temp`` ...) are
+        never entered, and a directory holding ``.hoodie_partition_metadata`` is a partition. The listing that finds
+        a partition is also its file listing, so building the file-system view needs no second listing (on an
+        object store: one LIST per directory, instead of a recursive listing of the whole table, ``.hoodie/`` and
+        its archive included, plus one per partition).
+
+        With ``partitions`` (e.g. the partitions commit metadata names), only those directories are listed; one
+        that does not exist or holds no partition metafile is left out.
+        """
+        out: dict[str, list[FileInfo]] = {}
+        if partitions is not None:
+            for p in sorted(set(partitions)):
+                rel = "/".join(seg for seg in p.split("/") if seg)
+                if rel != p or any(seg.startswith(".") for seg in rel.split("/") if seg):
+                    continue  # not a partition path as listed (hidden, or not in normal form)
+                entries = self.storage.list_dir(self.storage.join(p) if p else self.storage.base_path)
+                if any(not f.is_dir and f.name.startswith(PARTITION_METAFILE_PREFIX) for f in entries):
+                    out[p] = entries
+            return out
+        level = [""]
+        while level:
+            below: list[str] = []
+            for rel in level:
+                entries = self.storage.list_dir(self.storage.join(rel) if rel else self.storage.base_path)
+                if any(not f.is_dir and f.name.startswith(PARTITION_METAFILE_PREFIX) for f in entries):
+                    out[rel] = entries
+                below.extend(
+                    f"{rel}/{f.name}" if rel else f.name for f in entries if f.is_dir and not f.name.startswith(".")
+                )
+            level = sorted(below)
+        return out
 
     def pending_compaction_operations(self, action: Action = Action.COMPACTION) -> dict[FileGroupId, InstantTime]:
         """File groups of every pending (log) compaction plan -> the plan's instant."""
@@ -395,16 +498,14 @@ class HudiTable:
                     out[FileGroupId(p, fid)] = inst.time
         return out
 
-    def fs_view(self) -> FileSystemView:
-        """The file-system view as of the current timeline."""
-        listing: dict[str, list[ListedFile]] = {}
-        for p in self.list_partitions():
-            listing[p] = [
-                ListedFile(f.name, f.size) for f in self.storage.list_dir(self.storage.join(p)) if not f.is_dir
-            ]
+    def fs_view(self, listing: Mapping[str, list[FileInfo]] | None = None) -> FileSystemView:
+        """The file-system view as of the current timeline, over every partition or over the partitions of
+        ``listing`` (from :meth:`partition_listing`, which is not listed again)."""
+        entries = self.partition_listing() if listing is None else listing
+        files = {p: [ListedFile(f.name, f.size) for f in fs if not f.is_dir] for p, fs in entries.items()}
         return FileSystemView.build(
             timeline=self.timeline,
-            listing=listing,
+            listing=files,
             pending_compaction=self.pending_compaction_operations(),
             pending_log_compaction=self.pending_compaction_operations(Action.LOG_COMPACTION),
             replaced=self.replaced_file_groups(),
@@ -412,3 +513,10 @@ class HudiTable:
 
     def __repr__(self) -> str:
         return f"HudiTable({self.base_uri!r}, {self.config.table_type.value}, name={self.config.name!r})"
+
+
+def _same_file(cached: tuple[int, int, bytes], listed: FileInfo) -> bool:
+    """The cached content is the listed file's: same size, and the same modification time unless this object wrote
+    it (its time unknown, 0)."""
+    size, mtime, _ = cached
+    return size == listed.size and (mtime == 0 or mtime == listed.mtime_ms)

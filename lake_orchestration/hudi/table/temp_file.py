@@ -4,7 +4,8 @@ A local create-if-absent writes ``<path>.<32 hex>.tmp`` and hard-links it to ``<
 a ``finally``, so only a process killed inside that window leaves one behind (a lock takeover's moved-away stale
 lock uses the same form). Nothing reads them; in ``.hoodie/`` they would be reported as unknown files forever.
 :func:`remove_stale_temp_files` (run by clean) deletes those older than the heartbeat expiry: a live create
-finishes in milliseconds, so such a file belongs to a process that is gone.
+finishes in milliseconds, so such a file belongs to a process that is gone. Object stores and HDFS never get such
+files (a create there is one request), so they are not searched.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def stale_temp_files(
         st, path = lock_storage(table, cfg)
         roots.append((st, path.rsplit("/", 1)[0]))
     for storage, root in roots:
+        if not storage.is_local:
+            # Only a local create-if-absent (and a local lock takeover) writes temp files: on an object store a
+            # create is one PUT, so a recursive listing of the whole table would find nothing and cost requests.
+            continue
         for f in storage.walk_files(root):
             if TEMP_FILE_PATTERN.search(f.name) and f.mtime_ms and now - f.mtime_ms > older_than_ms:
                 found[storage.uri(f.path)] = (storage, f)

@@ -28,7 +28,13 @@ from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_small_archive_files, recover_merge
 from lake_orchestration.hudi.services.archive.planner import ArchivePlan, plan_archive
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.archived_timeline import archive_dir
+from lake_orchestration.hudi.table.archived_timeline import (
+    MERGE_ARCHIVE_PLAN_NAME,
+    ArchiveFile,
+    archive_dir,
+    archive_files_in,
+    list_archive_files,
+)
 from lake_orchestration.hudi.table.lock import table_lock
 
 log = logging.getLogger(__name__)
@@ -115,30 +121,42 @@ def run_archive(
 def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, crash: CrashHook) -> ArchiveResult:
     folder = table.config.archivelog_folder
     directory = archive_dir(table.storage, folder)
+    # Under the lock (not on a dry run) nothing else changes the timeline or the archive folder: each is listed once
+    # here (the lock has just dropped the cached timeline) and kept up to date with what this run changes.
+    table.refresh()
+    entries = table.storage.list_dir(directory)
 
     # 1. A merge cut short by a crash is completed or undone first (Java: only with merge enabled; a left-over
     #    plan is resolved here regardless, so turning the option off never strands one).
-    recovered, recovered_deleted = recover_merge(table.storage, directory, dry_run=dry_run)
+    recovered, recovered_deleted = recover_merge(
+        table.storage, directory, dry_run=dry_run, plan_listed=any(f.name == MERGE_ARCHIVE_PLAN_NAME for f in entries)
+    )
+    archive_files = list_archive_files(table.storage, directory) if recovered else archive_files_in(entries)
     # 2. Deletions a crashed archival run did not finish.
-    leftovers = leftover_instant_files(table, folder)
+    leftovers = leftover_instant_files(table, folder, listed=archive_files)
     repaired: list[str] = []
     if leftovers:
         log.warning("Finishing the deletion of %d archived instant file(s) left by a crashed run", len(leftovers))
         repaired = [f.file_name for f in leftovers] if dry_run else delete_instant_files(table, leftovers)
     # 3. Choose.
-    plan = plan_archive(table, config)
+    plan = plan_archive(table, config, refresh=False)
     written_name = None
     deleted: list[str] = []
     cleaned: list[str] = []
     if plan and not dry_run:
         records = archive_records(table, plan.files)
-        written = write_archive_file(table.storage, directory, records, batch=config.archival_batch)
+        written = write_archive_file(
+            table.storage, directory, records, batch=config.archival_batch, listed=archive_files
+        )
+        archive_files = [*archive_files, written.file]
         written_name = written.file.name
         crash("archive_written")
         cleaned = delete_markers(table, plan.files)
         deleted = delete_instant_files(table, plan.files, crash=crash)
         cleaned += delete_aux_instants(table, plan.files)
-    merge = _merge_step(table, config, directory, (recovered, recovered_deleted), dry_run=dry_run, crash=crash)
+    merge = _merge_step(
+        table, config, directory, (recovered, recovered_deleted), dry_run=dry_run, crash=crash, listed=archive_files
+    )
     table.refresh()
     return ArchiveResult(
         dry_run=dry_run,
@@ -179,8 +197,10 @@ def _merge_step(
     *,
     dry_run: bool,
     crash: CrashHook = _no_crash,
+    listed: list[ArchiveFile] | None = None,
 ) -> MergeResult:
-    """Merge small archive files when enabled; the result also reports what recovery did."""
+    """Merge small archive files when enabled; the result also reports what recovery did. ``listed``: the archive
+    files as this run knows them (listed under the lock plus what it wrote)."""
     merge = MergeResult()
     if config.merge_enable:
         merge = merge_small_archive_files(
@@ -191,6 +211,7 @@ def _merge_step(
             batch=config.archival_batch,
             dry_run=dry_run,
             crash=crash,
+            listed=listed,
         )
     recovered, recovered_deleted = recovery
     if recovered:

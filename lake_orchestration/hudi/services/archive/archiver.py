@@ -60,13 +60,19 @@ def next_archive_version(storage: Storage, directory: str) -> int:
 
 
 def write_archive_file(
-    storage: Storage, directory: str, records: Sequence[dict[str, Any]], *, batch: int, version: int | None = None
+    storage: Storage,
+    directory: str,
+    records: Sequence[dict[str, Any]],
+    *,
+    batch: int,
+    version: int | None = None,
+    listed: Sequence[ArchiveFile] | None = None,
 ) -> WrittenArchive:
     """Write ``records`` as a new archive file (blocks of ``batch`` records), then read it back and compare.
 
     The file is created with create-if-absent at the next version; if another writer takes that version first,
     the next one is used (a log writer's roll-over). With ``version``, exactly that version is written (a merge
-    writes the file its plan names).
+    writes the file its plan names). ``listed``: the archive files the caller has just listed (not listed again).
 
     Raises:
         FileAlreadyExistsError: ``version`` was given and that file exists.
@@ -76,7 +82,10 @@ def write_archive_file(
     blocks = [encode_archive_block(records[i : i + batch]) for i in range(0, len(records), batch)]
     data = b"".join(blocks)
     exact = version is not None
-    version = version if version is not None else next_archive_version(storage, directory)
+    if version is None and listed is not None:
+        version = listed[-1].version + 1 if listed else 1
+    elif version is None:
+        version = next_archive_version(storage, directory)
     for _ in range(100):
         path = storage.join(storage.relative(directory), archive_file_name(version))
         try:
@@ -126,11 +135,14 @@ def delete_instant_files(table: HudiTable, files: Sequence[Instant], *, crash: C
 def delete_markers(table: HudiTable, files: Sequence[Instant]) -> list[str]:
     """Leftover marker dirs ``.hoodie/.temp/<ts>`` of archived instants (``deleteAnyLeftOverMarkers``)."""
     out = []
-    for ts in sorted({str(f.time) for f in files}):
-        d = table.storage.join(MARKERS_DIR, ts)
-        if table.storage.is_dir(d):
-            table.storage.delete_dir(d)
-            out.append(f".temp/{ts}")
+    times = {str(f.time) for f in files}
+    if not times:
+        return out
+    # one listing of .hoodie/.temp instead of a check per instant
+    present = {f.name for f in table.storage.list_dir(table.storage.join(MARKERS_DIR)) if f.is_dir}
+    for ts in sorted(times & present):
+        table.storage.delete_dir(table.storage.join(MARKERS_DIR, ts))
+        out.append(f".temp/{ts}")
     return out
 
 
@@ -156,10 +168,15 @@ def delete_aux_instants(table: HudiTable, files: Sequence[Instant]) -> list[str]
     return out
 
 
-def leftover_instant_files(table: HudiTable, folder: str) -> list[Instant]:
+def leftover_instant_files(
+    table: HudiTable, folder: str, *, listed: Sequence[ArchiveFile] | None = None
+) -> list[Instant]:
     """Active timeline files whose state is already in the newest archive file: a crashed run archived them
-    but did not finish deleting them. Finishing the deletion is the roll-forward the archive file promises."""
-    files = list_archive_files(table.storage, archive_dir(table.storage, folder))
+    but did not finish deleting them. Finishing the deletion is the roll-forward the archive file promises.
+    ``listed``: the archive files the caller has just listed (not listed again)."""
+    if listed is None:
+        listed = list_archive_files(table.storage, archive_dir(table.storage, folder))
+    files = list(listed)
     if not files:
         return []
     archived = {e.key for e in read_archive_file(table.storage, files[-1]).entries}

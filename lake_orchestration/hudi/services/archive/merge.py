@@ -17,9 +17,10 @@ candidates, and a candidate only if the merged file holds every one of its entri
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError
+from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
 from lake_orchestration.hudi.services.archive.archiver import CrashHook, _no_crash, write_archive_file
 from lake_orchestration.hudi.table.archived_timeline import (
@@ -86,7 +87,9 @@ def _keys(content: ArchiveFileContent) -> set[tuple[str, str, int]]:
     return {e.key for e in content.entries}
 
 
-def recover_merge(storage: Storage, directory: str, *, dry_run: bool = False) -> tuple[str | None, list[str]]:
+def recover_merge(
+    storage: Storage, directory: str, *, dry_run: bool = False, plan_listed: bool | None = None
+) -> tuple[str | None, list[str]]:
     """Finish or undo a merge a crashed run left behind (its plan file still exists).
 
     Never deletes what is not fully present elsewhere: the merged file only if every entry it holds is in the
@@ -94,11 +97,13 @@ def recover_merge(storage: Storage, directory: str, *, dry_run: bool = False) ->
     entries. Whatever cannot be verified is kept, with a warning (duplicated entries are recoverable, lost ones are
     not). The table lock keeps another process's live merge from being taken for a crashed one.
 
+    ``plan_listed``: whether a listing of ``directory`` the caller has just made shows the plan (None: check).
+
     Returns:
         ``(outcome, deleted file names)``; outcome None if there was no plan.
     """
     plan_path = storage.join(storage.relative(directory), MERGE_ARCHIVE_PLAN_NAME)
-    if not storage.exists(plan_path):
+    if not (plan_listed if plan_listed is not None else storage.exists(plan_path)):
         return None, []
     try:
         plan = MergeArchiveFilePlan.from_bytes(storage.read_bytes(plan_path), path=storage.uri(plan_path))
@@ -159,10 +164,21 @@ def recover_merge(storage: Storage, directory: str, *, dry_run: bool = False) ->
     return outcome, deleted
 
 
-def merge_candidates(storage: Storage, directory: str, *, small_file_limit: int) -> list[ArchiveFile]:
-    """The leading run of small files, newest version first (an older big file stops the run, keeping order)."""
+def _reads_as(storage: Storage, path: str, data: bytes) -> bool:
+    """True if ``path`` exists and holds ``data`` (one read; a missing or unreadable file is False)."""
+    try:
+        return storage.read_bytes(path) == data
+    except StorageError:
+        return False
+
+
+def merge_candidates(
+    storage: Storage, directory: str, *, small_file_limit: int, listed: Sequence[ArchiveFile] | None = None
+) -> list[ArchiveFile]:
+    """The leading run of small files, newest version first (an older big file stops the run, keeping order).
+    ``listed``: the archive files the caller has just listed (not listed again)."""
     out = []
-    for f in reversed(list_archive_files(storage, directory)):
+    for f in reversed(list(listed) if listed is not None else list_archive_files(storage, directory)):
         if f.size > small_file_limit:
             break
         out.append(f)
@@ -178,8 +194,10 @@ def merge_small_archive_files(
     batch: int,
     dry_run: bool = False,
     crash: CrashHook = _no_crash,
+    listed: Sequence[ArchiveFile] | None = None,
 ) -> MergeResult:
-    """Merge the small archive files if there are at least ``min_files`` of them.
+    """Merge the small archive files if there are at least ``min_files`` of them (``listed``: the archive files the
+    caller has just listed, under the table lock; not listed again).
 
     Every candidate is read before anything is written. A candidate that does not read completely is skipped with
     a warning naming it, and so is every older one: merging the newer files past it into the new (newest) file
@@ -189,7 +207,8 @@ def merge_small_archive_files(
     Raises:
         CorruptFileError: The merged file does not read back as written (no candidate is deleted).
     """
-    candidates = merge_candidates(storage, directory, small_file_limit=small_file_limit)
+    files = list(listed) if listed is not None else list_archive_files(storage, directory)
+    candidates = merge_candidates(storage, directory, small_file_limit=small_file_limit, listed=files)
     readable: list[ArchiveFile] = []
     records: list[dict] = []
     skipped: tuple[str, ...] = ()
@@ -212,7 +231,6 @@ def merge_small_archive_files(
     if len(readable) < min_files:
         return MergeResult(skipped=skipped)
     names = tuple(c.name for c in readable)
-    files = list_archive_files(storage, directory)
     version = files[-1].version + 1
     merged_name = archive_file_name(version)
     if dry_run:
@@ -236,9 +254,7 @@ def merge_small_archive_files(
         log.warning("%s was written meanwhile by another run: not merging", merged_name)
         return MergeResult(skipped=skipped)
     crash("merged_file_written")
-    if not (
-        storage.exists(plan_path) and storage.read_bytes(plan_path) == plan_bytes and storage.exists(written.file.path)
-    ):
+    if not (_reads_as(storage, plan_path, plan_bytes) and storage.exists(written.file.path)):
         # another process resolved our plan as a crashed one: keep every candidate (entries may be duplicated,
         # never lost)
         log.warning("The merge plan or merged file %s changed under this run: no candidate is deleted", merged_name)

@@ -58,13 +58,14 @@ class ArchivePlan:
 
 
 def raw_instants(table: HudiTable) -> list[Instant]:
-    """Every timeline state file of ``.hoodie/`` (requested, inflight and completed), sorted."""
+    """Every timeline state file of ``.hoodie/`` (requested, inflight and completed), sorted, from the listing the
+    table's timeline was built from (refresh the table first for a new one)."""
     out = []
-    for f in table.storage.list_dir(table.hoodie_dir):
-        if f.is_dir or f.name.startswith("."):
+    for name in table.timeline_file_names():
+        if name.startswith("."):
             continue
-        if is_instant_file_suffix(f.name.partition(".")[2]):
-            out.append(Instant.from_file_name(f.name, where=table.storage.uri(table.hoodie_dir)))
+        if is_instant_file_suffix(name.partition(".")[2]):
+            out.append(Instant.from_file_name(name, where=table.storage.uri(table.hoodie_dir)))
     return sorted(out)
 
 
@@ -131,8 +132,8 @@ def _latest_clean_retain_bound(table: HudiTable, timeline: Timeline) -> str | No
     requested = Instant(clean.time, Action.CLEAN, State.REQUESTED)
     path = table.instant_path(requested)
     ts: str | None = None
-    if table.storage.exists(path):
-        plan = CleanerPlan.from_bytes(table.storage.read_bytes(path), path=table.storage.uri(path))
+    if requested.file_name in table.timeline_file_names():  # the timeline's listing: no HEAD
+        plan = CleanerPlan.from_bytes(table.read_instant(requested), path=table.storage.uri(path))
         ts = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else None
     else:
         md = CleanMetadata.from_bytes(table.read_instant(clean), path=table.storage.uri(table.instant_path(clean)))
@@ -167,7 +168,7 @@ def metadata_table_compaction_bound(table: HudiTable) -> tuple[bool, str | None]
         CorruptFileError: The metadata table exists but its properties cannot be read.
     """
     mdt_props = table.storage.join(".hoodie", METADATA_TABLE_DIR, ".hoodie", "hoodie.properties")
-    if not table.storage.exists(mdt_props):
+    if not table.metadata_table_exists():
         return False, None
     try:
         mdt = HudiTable(table.storage.uri(table.storage.join(".hoodie", METADATA_TABLE_DIR)))
@@ -223,12 +224,13 @@ def _commits_to_archive(table: HudiTable, timeline: Timeline, config: ArchiveCon
     return chosen[: max(0, len(commits) - lo)]
 
 
-def plan_archive(table: HudiTable, config: ArchiveConfig) -> ArchivePlan:
+def plan_archive(table: HudiTable, config: ArchiveConfig, *, refresh: bool = True) -> ArchivePlan:
     """Choose the instants to archive (empty plan if none).
 
     Args:
         table: The table.
         config: Archival settings (validated by the caller).
+        refresh: List the timeline first (False: the caller has just listed it).
 
     Returns:
         The plan; ``files`` lists each chosen instant's requested, inflight and completed files.
@@ -236,7 +238,7 @@ def plan_archive(table: HudiTable, config: ArchiveConfig) -> ArchivePlan:
     Raises:
         CorruptFileError: A clean plan or metadata-table file that the rules need cannot be read.
     """
-    timeline = table.refresh().timeline
+    timeline = (table.refresh() if refresh else table).timeline
     lo, hi, ectr = min_and_max_to_keep(timeline, config)
     chosen = _clean_and_rollback_to_archive(timeline, lo, hi) + _commits_to_archive(table, timeline, config, lo, hi)
     has_mdt, mdt_compaction = metadata_table_compaction_bound(table)

@@ -17,10 +17,11 @@ import pendulum
 from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
-from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
+from lake_orchestration.hudi.services.clean.executor import execute_clean, execute_clean_on, read_plan
 from lake_orchestration.hudi.services.clean.planner import (
     CleanPlanning,
     commits_since_last_clean,
+    compute_plan,
     earliest_commit_to_retain,
     plan_clean,
 )
@@ -85,26 +86,31 @@ class CleanResult:
         }
 
 
-def pending_cleans(table: HudiTable, *, dry_run: bool = False) -> list[Instant]:
-    """Requested or inflight clean instants with a plan, oldest first.
+def pending_cleans(table: HudiTable, *, dry_run: bool = False, refresh: bool = True) -> list[Instant]:
+    """Requested or inflight clean instants with a plan, oldest first (``refresh=False``: from the timeline the
+    caller has just listed).
 
     A pending clean whose requested file is empty deleted nothing (the plan is written before any delete); its
     files are removed, as Java's ``deleteEmptyInstantIfExists`` does (not on a dry run).
     """
     out = []
-    for inst in table.refresh().timeline.pending().with_actions(Action.CLEAN):
+    removed = False
+    pending = (table.refresh() if refresh else table).timeline.pending().with_actions(Action.CLEAN)
+    names = table.timeline_file_names()  # the listing the timeline was built from
+    for inst in pending:
         req = Instant(inst.time, Action.CLEAN, State.REQUESTED)
-        path = table.instant_path(req)
-        if table.storage.exists(path) and not table.storage.read_bytes(path):
+        if req.file_name in names and not table.read_instant(req):
             log.warning("Removing the empty pending clean %s of %s", inst.time, table.base_uri)
             if not dry_run:
                 for state in (State.INFLIGHT, State.REQUESTED):
                     table.storage.delete_file(
                         table.instant_path(Instant(inst.time, Action.CLEAN, state)), missing_ok=True
                     )
+                removed = True
             continue
         out.append(inst)
-    table.refresh()
+    if removed:
+        table.refresh()
     return out
 
 
@@ -125,14 +131,21 @@ def schedule_clean(
     # Planning runs under the table lock (not on a dry run): the plan must be made from a timeline that no writer
     # or service changes before the plan is on it.
     with nullcontext() if dry_run else table_lock(table, operation="clean schedule", config=cfg.lock):
+        # The instant time first (as Java's clean() does): its listing of the timeline, as of the lock, is the one
+        # the metadata-table check, the trigger and the plan read (no writer or service changes the timeline while
+        # the lock is held).
+        if dry_run or instant_time:
+            _ = table.refresh().timeline
+            t = instant_time
+        else:
+            t = table.new_instant_time()
         table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
-        n = commits_since_last_clean(table.refresh())
+        n = commits_since_last_clean(table)
         if n < cfg.max_commits:
             return None, None, _not_triggered(n, cfg)
-        planning = plan_clean(table, cfg, now=now)
+        planning = compute_plan(table, cfg, now=now)
         if not planning.file_count or dry_run:
             return None, planning, planning.reason
-        t = instant_time or table.new_instant_time()
         inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
         return inst, planning, ""
 
@@ -160,6 +173,7 @@ def run_clean(
     ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
     """
     cfg = CleanConfig.from_options(options)
+    _ = table.refresh().timeline  # one listing of .hoodie/ for the metadata-table check and the pending cleans
     table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
     files: dict[str, list[str]] = {}
     instants: list[str] = []
@@ -171,7 +185,9 @@ def run_clean(
         nonlocal deleted, failed
         if not dry_run:
             try:
-                md = execute_clean(
+                # on the timeline pending_cleans / schedule_clean just listed: the execution checks it again
+                # under the lock
+                md = execute_clean_on(
                     table, instant, spark=spark, parallelism=cfg.parallelism, lock=cfg.lock, heartbeat=heartbeat
                 )
             except InstantInProgressError as err:  # another process executes this clean: leave it to it
@@ -184,7 +200,7 @@ def run_clean(
             deleted += md.total_files_deleted
             failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
 
-    for pending in pending_cleans(table, dry_run=dry_run):
+    for pending in pending_cleans(table, dry_run=dry_run, refresh=False):
         plan = read_plan(table, str(pending.time))
         take(
             str(pending.time),

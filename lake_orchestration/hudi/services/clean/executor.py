@@ -180,7 +180,22 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    table = table.refresh()
+    return execute_clean_on(
+        table.refresh(), instant_time, spark=spark, parallelism=parallelism, lock=lock, heartbeat=heartbeat
+    )
+
+
+def execute_clean_on(
+    table: HudiTable,
+    instant_time: str,
+    *,
+    spark: Any = None,
+    parallelism: int = 200,
+    lock: LockConfig | None = None,
+    heartbeat: tuple[int, int] = (60_000, 2),
+) -> CleanMetadata:
+    """:func:`execute_clean` on the timeline the table holds (the caller has just listed it): the checks before the
+    lock read it, and everything is checked again on a fresh listing under the lock."""
     table.ensure_metadata_table_handled(None, service="clean")
     cur = table.timeline.get(instant_time, Action.CLEAN)
     if cur is None or cur.action is not Action.CLEAN:

@@ -38,6 +38,7 @@ from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.io.hadoop_paths import qualified_path
+from lake_orchestration.io.storage import FileInfo
 
 CLEAN_PLAN_VERSION = 2
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
@@ -175,7 +176,7 @@ def _previous_clean(table: HudiTable) -> tuple[CleanMetadata | None, CleanerPlan
     inst, md = last
     req = Instant(inst.time, Action.CLEAN, State.REQUESTED)
     plan = None
-    if table.storage.exists(table.instant_path(req)):
+    if req.file_name in table.timeline_file_names():  # the listing the timeline was built from: no HEAD
         raw = table.read_instant(req)
         plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req))) if raw else None
     return md, plan
@@ -185,10 +186,20 @@ def partitions_to_clean(
     table: HudiTable, cfg: CleanConfig, ectr: Instant | None, savepoints: tuple[str, ...]
 ) -> tuple[list[str], bool]:
     """Partitions to scan and whether the incremental mode chose them."""
+    listing, incremental = partition_listing_to_clean(table, cfg, ectr, savepoints)
+    return sorted(listing), incremental
+
+
+def partition_listing_to_clean(
+    table: HudiTable, cfg: CleanConfig, ectr: Instant | None, savepoints: tuple[str, ...]
+) -> tuple[dict[str, list[FileInfo]], bool]:
+    """The partitions to scan with their file listings (:meth:`HudiTable.partition_listing`, each directory listed
+    once), and whether the incremental mode chose them: then only the partitions the commits in [previous ECTR,
+    new ECTR) wrote are listed, as Hudi's ``getPartitionPathsForIncrementalCleaning`` does."""
     if cfg.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
-        return table.list_partitions(), False
+        return table.partition_listing(), False
     if ectr is None:
-        return [], False
+        return {}, False
     tl = table.timeline
     if cfg.incremental_mode:
         md, prev_plan = _previous_clean(table)
@@ -200,14 +211,14 @@ def partitions_to_clean(
             honoured = set(filter(None, extra.get(SAVEPOINTED_TIMESTAMPS, "").split(",")))
             if honoured - set(savepoints):
                 # a savepoint was deleted since the previous clean: its files may be anywhere
-                return table.list_partitions(), False
+                return table.partition_listing(), False
             parts: set[str] = set()
             for inst in tl.completed_commits():
                 if prev <= inst.time < ectr.time:
                     parts |= _partitions_of(table, inst)
-            existing = set(table.list_partitions())
-            return sorted(parts & existing), True
-    return table.list_partitions(), False
+            # only those that still exist (a partition directory with its metafile)
+            return table.partition_listing(parts), True
+    return table.partition_listing(), False
 
 
 def _slice_files(s: FileSlice) -> list[str]:
@@ -279,14 +290,19 @@ def files_to_clean(
 
 def plan_clean(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime | None = None) -> CleanPlanning:
     """Compute the clean plan of the table as it is now (nothing is written)."""
-    table = table.refresh()
+    return compute_plan(table.refresh(), cfg, now=now)
+
+
+def compute_plan(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime | None = None) -> CleanPlanning:
+    """:func:`plan_clean` on the timeline the table holds (the caller has just refreshed it, e.g. under the lock)."""
     tl = table.timeline
     ectr = earliest_commit_to_retain(tl, cfg, now=now, timezone=table.config.timeline_timezone.value)
     savepoints, savepointed = savepoint_files(table)
-    partitions, incremental = partitions_to_clean(table, cfg, ectr, savepoints)
+    listing, incremental = partition_listing_to_clean(table, cfg, ectr, savepoints)
+    partitions = sorted(listing)
     per_partition: dict[str, list[CleanFileInfo]] = defaultdict(list)
     if partitions:
-        view = table.fs_view()
+        view = table.fs_view(listing)
         pending_bases = pending_compaction_bases(table)
         n_completed = len(tl.completed_commits())
         for p in partitions:

@@ -89,7 +89,8 @@ def compaction_tasks(
     if schema is None:
         raise PlanError(f"No writer schema found on the timeline of {table.base_uri}")
     schema = with_meta_fields(schema) if table.config.populate_meta_fields else schema
-    flt = compactor_instant_filter(table.refresh().timeline, instant)
+    # the timeline as the caller last loaded it: execute_compaction refreshes it on entry and under the lock (claim)
+    flt = compactor_instant_filter(table.timeline, instant)
     mcfg = merge_config_for(table)
     common = {
         "base_uri": table.base_uri,
@@ -136,9 +137,16 @@ def execute_compaction(
         CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written (the
             plan stays as it was, requested or inflight).
     """
-    cfg = config or CompactionConfig()
+    return _execute_compaction(table, instant, cfg=config or CompactionConfig(), spark=spark, refresh=True)
+
+
+def _execute_compaction(
+    table: HudiTable, instant: str, *, cfg: CompactionConfig, spark: object, refresh: bool
+) -> CompactionResult:
+    """:func:`execute_compaction`; ``refresh=False`` when the caller has just listed the timeline."""
     t0 = time.monotonic()
-    table.refresh()
+    if refresh:
+        table.refresh()
     pending = table.timeline.get(instant, Action.COMPACTION)
     if pending is None or pending.action is not Action.COMPACTION:
         done = table.timeline.get(instant, Action.COMMIT)
@@ -210,11 +218,12 @@ def run_compaction(
     if seq.upper() == "LIFO":
         pending.reverse()
     results: list[CompactionResult] = []
-    for t in pending:
+    for n, t in enumerate(pending):
         if len(results) >= max(0, max_plans):
             break
         try:
-            results.append(execute_compaction(table, t, config=cfg, spark=spark))
+            # the first plan runs on the timeline just listed; later ones on a fresh listing
+            results.append(_execute_compaction(table, t, cfg=cfg, spark=spark, refresh=n > 0))
         except InstantInProgressError as err:
             # another process executes this plan: leave it to it (plans never share a file group)
             log.warning("Skipping compaction %s: %s", t, err.detail)

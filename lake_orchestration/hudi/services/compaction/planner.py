@@ -113,9 +113,8 @@ def _seconds(t: str) -> int:
 def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) -> str | None:
     """None if the trigger strategy says compact now; otherwise why not (``needCompact``)."""
     tl = table.timeline
-    completed_compactions = [
-        i for i in tl.completed().with_actions(Action.COMMIT) if i.time in _compaction_times(table)
-    ]
+    compaction_times = _compaction_times(table)
+    completed_compactions = [i for i in tl.completed().with_actions(Action.COMMIT) if i.time in compaction_times]
     last_compaction = completed_compactions[-1].time if completed_compactions else None
     deltas = [i for i in tl.completed().with_actions(Action.DELTA_COMMIT)]
     if not deltas:
@@ -150,8 +149,9 @@ def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) ->
 
 
 def _compaction_times(table: HudiTable) -> set[str]:
-    """Instants whose completed ``.commit`` was a compaction (a ``.compaction.requested`` file exists)."""
-    names = {f.name for f in table.storage.list_dir(table.hoodie_dir)}
+    """Instants whose completed ``.commit`` was a compaction (a ``.compaction.requested`` file exists), from the
+    listing the timeline was built from."""
+    names = table.timeline_file_names()
     return {n.split(".", 1)[0] for n in names if n.endswith(".compaction.requested")}
 
 
@@ -236,9 +236,12 @@ def schedule_compaction(
     # Under the table lock: the instant time, the validations and the plan see a timeline no other service or
     # writer changes until the plan is on it (Java schedules table services inside a transaction too).
     with table_lock(table, operation="compaction schedule", config=cfg.lock):
-        table.refresh()
-        table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
+        # one listing of .hoodie/, as of the lock: the instant time, the metadata-table check, the validations and
+        # the plan read it
         instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
+        if instant_time:
+            table.refresh()
+        table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
         validate_instant(table, instant)
         if not force:
             reason = trigger_reason(table, instant, cfg)
