@@ -26,6 +26,23 @@ class FileAlreadyExistsError(StorageError):
         super().__init__("File already exists (create-if-absent refused to overwrite it)", path=path)
 
 
+class ConditionalWriteUnsupportedError(StorageError):
+    """The object store cannot create an object only if it is absent (no conditional writes), so timeline files and
+    the table lock would not be created atomically."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"The object store does not support conditional writes ({reason}): creating timeline files and the "
+            "table lock file would not be atomic, and two writers could overwrite each other's instant. Use a store "
+            "with conditional writes (If-None-Match: *), or, if this process is the only writer of the table, set "
+            "the storage option conditional_put=false and hoodie.write.lock.provider="
+            "org.apache.hudi.client.transaction.lock.InProcessLockProvider (creates are then a check followed by "
+            "a PUT, not atomic)",
+            path=path,
+        )
+
+
 class TableNotFoundError(LakeOrchestrationError):
     """The base path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
 

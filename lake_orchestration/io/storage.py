@@ -1,9 +1,15 @@
-"""Storage over ``pyarrow.fs``: local by default, ``s3://``, ``gs://`` and ``hdfs://`` URIs with options.
+"""Storage over ``pyarrow.fs``: local by default, ``s3://`` (``s3a://``), ``gs://`` and ``hdfs://`` URIs with options.
 
-Every timeline file is written with :meth:`Storage.create_if_absent`, which never overwrites: on a local file
-system it writes a unique temporary file with ``O_CREAT|O_EXCL`` and hard-links it to the final name (atomic, never
-overwrites); on object stores it checks for the object and then PUTs it (a PUT is atomic, the check-then-put
-window is the store's limit: S3 conditional writes are not exposed by pyarrow).
+Every timeline file is written with :meth:`Storage.create_if_absent`, which never overwrites:
+
+- local: a unique temporary file with ``O_CREAT|O_EXCL``, hard-linked to the final name (atomic);
+- S3 and GCS: one conditional PUT through ``obstore`` (``If-None-Match: *`` / ``x-goog-if-generation-match: 0``,
+  atomic on the store's side, see :mod:`lake_orchestration.io.object_store`); a store without conditional writes
+  raises :class:`ConditionalWriteUnsupportedError` unless the user declared it with ``conditional_put=false``;
+- HDFS: pyarrow exposes no exclusive create there, so creates raise :class:`ConditionalWriteUnsupportedError`
+  unless ``conditional_put=false`` declares it; they are then a check followed by a write (not atomic).
+
+``conditional_put=false`` is for a single writer only: the file-based table lock refuses such a storage.
 """
 
 from __future__ import annotations
@@ -22,7 +28,20 @@ import pyarrow.fs as pafs
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
+from lake_orchestration.errors import (
+    ConditionalWriteUnsupportedError,
+    CorruptFileError,
+    FileAlreadyExistsError,
+    StorageError,
+)
+from lake_orchestration.io.object_store import (
+    GCS_SCHEMES,
+    PROJECT_OPTIONS,
+    S3_SCHEMES,
+    AtomicCreator,
+    conditional_put_mode,
+    s3_filesystem_options,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +67,9 @@ class Storage:
         base_uri: ``/local/path``, ``file:///path``, ``s3://bucket/prefix``, ``gs://bucket/prefix`` or
             ``hdfs://host:port/path``.
         options: storage options passed to the pyarrow file system (``region``, ``endpoint_override``,
-            ``access_key``, ``secret_key`` ...). Never logged.
+            ``access_key``, ``secret_key`` ...; for S3 whatever they leave out comes from the standard AWS
+            environment) and mapped to obstore for atomic creates, plus ``conditional_put`` (``auto``, ``true``,
+            ``false``: see :mod:`lake_orchestration.io.object_store`). Never logged.
 
     Example:
         >>> s = Storage("/tmp/tbl")
@@ -59,8 +80,22 @@ class Storage:
     def __init__(self, base_uri: str, *, options: Mapping[str, str] | None = None) -> None:
         self.base_uri = base_uri.rstrip("/") or "/"
         self._options = dict(options or {})
+        self.scheme = urlparse(self.base_uri).scheme.lower()
         self.fs, self.base_path = _make_filesystem(self.base_uri, self._options)
         self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+        self._conditional_put = conditional_put_mode(self._options, uri=self.base_uri)
+        self._creator: AtomicCreator | None = None
+        if self.scheme in S3_SCHEMES or self.scheme in GCS_SCHEMES:
+            bucket = urlparse(self.base_uri).netloc
+            self._creator = AtomicCreator(self.scheme, bucket, self._options, uri=self.base_uri)
+
+    @property
+    def atomic_create(self) -> bool:
+        """True if :meth:`create_if_absent` is atomic: local disk, and S3/GCS unless ``conditional_put=false``
+        declared the store has no conditional writes. HDFS: False (pyarrow has no exclusive create there)."""
+        if self.is_local:
+            return True
+        return self._creator is not None and self._conditional_put != "false"
 
     @property
     def options(self) -> dict[str, str]:
@@ -184,8 +219,13 @@ class Storage:
         """Create ``path`` with ``data`` only if it does not exist; raise :class:`FileAlreadyExistsError` if it does.
 
         Local: ``O_CREAT | O_EXCL`` on a temp file, then ``link`` (atomic, never overwrites, never leaves a
-        partial file under the final name). Object stores: existence check, then a single PUT (object PUTs
-        are atomic; the check-then-put window is the store's limit, documented in docs/how-to/storage.md).
+        partial file under the final name). S3/GCS: one conditional PUT through obstore (atomic on the store).
+        With ``conditional_put=false`` (a store declared without conditional writes) and on HDFS: an existence
+        check, then a write (not atomic; see :attr:`atomic_create`).
+
+        Raises:
+            FileAlreadyExistsError: the file exists.
+            ConditionalWriteUnsupportedError: the object store turned out to have no conditional writes.
         """
         self._make_parent(path)
         if self.is_local:
@@ -209,6 +249,15 @@ class Storage:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
             return
+        if self._creator is not None and self._conditional_put != "false":
+            _, _, key = path.partition("/")  # bucket/key
+            self._creator.create(key, data, display=self.uri(path))
+            return
+        if self._conditional_put != "false":
+            raise ConditionalWriteUnsupportedError(
+                self.uri(path), f"pyarrow's {self.scheme} client has no exclusive create"
+            )
+        # conditional_put=false: the user declared a single writer; not atomic
         if self.exists(path):
             raise FileAlreadyExistsError(self.uri(path))
         self.write_bytes(path, data)
@@ -308,18 +357,23 @@ def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         path = parsed.path if scheme == "file" else uri
         return pafs.LocalFileSystem(), os.path.abspath(path)
+    conditional_put_mode(options, uri=uri)  # a bad value fails here, before anything is written
+    fs_options = {k: v for k, v in options.items() if k not in PROJECT_OPTIONS}
     try:
-        if scheme in ("s3", "s3a"):
-            return pafs.S3FileSystem(**options), f"{parsed.netloc}{parsed.path}".rstrip("/")
-        if scheme in ("gs", "gcs"):
-            return pafs.GcsFileSystem(**options), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        if scheme in S3_SCHEMES:
+            # s3a:// (what Java Hudi writes) is the same store; endpoint and region also come from AWS_* variables
+            return pafs.S3FileSystem(**s3_filesystem_options(options)), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        if scheme in GCS_SCHEMES:
+            return pafs.GcsFileSystem(**fs_options), f"{parsed.netloc}{parsed.path}".rstrip("/")
         if scheme == "hdfs":
             host = parsed.hostname or "default"
             port = parsed.port or 8020
-            return pafs.HadoopFileSystem(host, port, **options), parsed.path.rstrip("/")
+            return pafs.HadoopFileSystem(host, port, **fs_options), parsed.path.rstrip("/")
     except (TypeError, OSError) as err:
         detail = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
         raise StorageError(
             f"Cannot open {scheme} file system with the given storage options ({detail})", path=uri
         ) from err
-    raise StorageError("Unsupported URI scheme (expected a local path, file://, s3://, gs:// or hdfs://)", path=uri)
+    raise StorageError(
+        "Unsupported URI scheme (expected a local path, file://, s3://, s3a://, gs:// or hdfs://)", path=uri
+    )

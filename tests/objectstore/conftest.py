@@ -44,6 +44,12 @@ class S3Request:
     """Object key (empty for bucket-level requests)."""
     query: str
     status: int
+    access_key: str = ""
+    """Access key id the request was signed with (SigV4 ``Credential=``); empty if unsigned."""
+    region: str = ""
+    """Region of the SigV4 credential scope."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Request headers whose name starts with ``If-`` (conditional requests)."""
 
 
 def classify(method: str, key: str, query: dict[str, list[str]]) -> str:
@@ -94,11 +100,28 @@ class RecordingMiddleware:
             status[0] = int(status_line.split(" ", 1)[0])
             return start_response(status_line, headers, exc_info) if exc_info else start_response(status_line, headers)
 
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        scope = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/") if "Credential=" in auth else []
+        conditions = tuple(
+            (k[5:].replace("_", "-").title(), str(v)) for k, v in environ.items() if k.startswith("HTTP_IF_")
+        )
         try:
             return self.app(environ, _start)
         finally:
             query = parse_qs(qs, keep_blank_values=True)
-            self.log.record(S3Request(method, classify(method, key, query), bucket, key, qs, status[0]))
+            self.log.record(
+                S3Request(
+                    method,
+                    classify(method, key, query),
+                    bucket,
+                    key,
+                    qs,
+                    status[0],
+                    access_key=scope[0] if scope else "",
+                    region=scope[2] if len(scope) > 2 else "",
+                    headers=conditions,
+                )
+            )
 
 
 @dataclass

@@ -22,9 +22,12 @@ Differences from Java, all on the safe side:
 - Reentrant per thread: a service that runs another one in the same thread (``compaction run --schedule``) takes
   the lock once; other threads of the same process wait like other processes.
 
-On object stores the create is check-then-put (see :meth:`Storage.create_if_absent`), so two processes can both
-believe they created the lock in the same instant; the re-read after the create catches the common case. Java
-refuses this provider on such stores.
+On S3 and GCS the create is a conditional PUT (``If-None-Match: *``, see :meth:`Storage.create_if_absent`): of two
+processes creating the lock at the same instant exactly one succeeds. A storage without atomic creates (a store
+declared with ``conditional_put=false``, HDFS through pyarrow) is refused, as Java refuses this provider on stores
+without atomic creation: use ``InProcessLockProvider`` there, with a single writer. A takeover of a stale lock on an
+object store is a read, compare, delete (no conditional delete): two processes taking over the same stale lock at
+the same moment can both delete, but only one of them then creates the lock.
 """
 
 from __future__ import annotations
@@ -489,6 +492,12 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
     cfg = config or LockConfig()
     if cfg.uses_file:
         storage, path = lock_storage(table, cfg)
+        if not storage.atomic_create:
+            raise InvalidOptionError(
+                f"{HoodieKey.LOCK_PROVIDER.key}={FILESYSTEM_LOCK_PROVIDER} needs atomic creates, which "
+                f"{storage.uri(path)} does not offer (storage option conditional_put=false, or HDFS): set "
+                f"{HoodieKey.LOCK_PROVIDER.key}={IN_PROCESS_LOCK_PROVIDER} if this process is the only writer"
+            )
     else:
         storage, path = table.storage, table.storage.join(HOODIE_DIR, LOCK_FILE_NAME)
     key = storage.uri(path)
