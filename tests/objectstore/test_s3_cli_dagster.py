@@ -256,6 +256,21 @@ def test_cli_secret_storage_options_refused_and_not_shown(s3: S3Bucket, tmp_path
 
 
 @pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        *[(k, True) for k in ("secret_key", "access_key", "session_token", "access_token", "token", "password")],
+        *[(k, True) for k in ("aws_secret_access_key", "AWS_ACCESS_KEY_ID", "aws_session_token", "client_secret")],
+        *[(k, False) for k in ("region", "endpoint_override", "scheme", "anonymous", "role_arn", "conditional_put")],
+        *[(k, False) for k in ("credential_token_expiration", "kerb_ticket", "force_virtual_addressing")],
+    ],
+)
+def test_secret_option_names(key: str, secret: bool) -> None:
+    from lake_orchestration.cli.storage_options import is_secret_key
+
+    assert is_secret_key(key) is secret
+
+
+@pytest.mark.parametrize(
     ("content", "expected"),
     [
         (f"- {SECRET_KEY}\n", "expected a mapping of storage option names"),
