@@ -26,8 +26,9 @@ On S3 and GCS the create is a conditional PUT (``If-None-Match: *``, see :meth:`
 processes creating the lock at the same instant exactly one succeeds. A storage without atomic creates (a store
 declared with ``conditional_put=false``, HDFS through pyarrow) is refused, as Java refuses this provider on stores
 without atomic creation: use ``InProcessLockProvider`` there, with a single writer. A takeover of a stale lock on an
-object store is a read, compare, delete (no conditional delete): two processes taking over the same stale lock at
-the same moment can both delete, but only one of them then creates the lock.
+object store is a read, compare, delete (no conditional delete): if two processes take over the same stale lock
+within milliseconds, one can delete the lock the other just created; the heartbeat of the one that lost it logs an
+error.
 """
 
 from __future__ import annotations
