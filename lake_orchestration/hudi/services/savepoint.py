@@ -74,9 +74,10 @@ def savepoint_metadata(
             instant_time,
             f"is older than the earliest commit the cleaner retained ({retained}): its files may be gone",
         )
-    view = table.fs_view()
+    listing = table.partition_listing()  # one listing per folder, shared by the view
+    view = table.fs_view(listing)
     per_partition: dict[str, list[str]] = {}
-    for p in table.list_partitions():
+    for p in sorted(listing):
         names: list[str] = []
         for s in view.latest_merged_file_slices_before_or_on(instant_time, p):
             if s.base_file is not None:

@@ -31,6 +31,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import (
     MERGE_ARCHIVE_PLAN_NAME,
     ArchiveFile,
+    ArchiveFileContent,
     archive_dir,
     archive_files_in,
     list_archive_files,
@@ -133,7 +134,8 @@ def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, cras
     )
     archive_files = list_archive_files(table.storage, directory) if recovered else archive_files_in(entries)
     # 2. Deletions a crashed archival run did not finish.
-    leftovers = leftover_instant_files(table, folder, listed=archive_files)
+    contents: dict[str, ArchiveFileContent] = {}  # archive files read by this run (never changed once written)
+    leftovers = leftover_instant_files(table, folder, listed=archive_files, contents=contents)
     repaired: list[str] = []
     if leftovers:
         log.warning("Finishing the deletion of %d archived instant file(s) left by a crashed run", len(leftovers))
@@ -149,13 +151,22 @@ def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, cras
             table.storage, directory, records, batch=config.archival_batch, listed=archive_files
         )
         archive_files = [*archive_files, written.file]
+        if written.content is not None:
+            contents[written.file.name] = written.content
         written_name = written.file.name
         crash("archive_written")
         cleaned = delete_markers(table, plan.files)
         deleted = delete_instant_files(table, plan.files, crash=crash)
         cleaned += delete_aux_instants(table, plan.files)
     merge = _merge_step(
-        table, config, directory, (recovered, recovered_deleted), dry_run=dry_run, crash=crash, listed=archive_files
+        table,
+        config,
+        directory,
+        (recovered, recovered_deleted),
+        dry_run=dry_run,
+        crash=crash,
+        listed=archive_files,
+        known=contents,
     )
     table.refresh()
     return ArchiveResult(
@@ -198,6 +209,7 @@ def _merge_step(
     dry_run: bool,
     crash: CrashHook = _no_crash,
     listed: list[ArchiveFile] | None = None,
+    known: dict[str, ArchiveFileContent] | None = None,
 ) -> MergeResult:
     """Merge small archive files when enabled; the result also reports what recovery did. ``listed``: the archive
     files as this run knows them (listed under the lock plus what it wrote)."""
@@ -212,6 +224,7 @@ def _merge_step(
             dry_run=dry_run,
             crash=crash,
             listed=listed,
+            known=known,
         )
     recovered, recovered_deleted = recovery
     if recovered:

@@ -22,6 +22,7 @@ from lake_orchestration.hudi.services.archive.planner import raw_instants
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import (
     ArchiveFile,
+    ArchiveFileContent,
     archive_dir,
     archive_file_name,
     encode_archive_block,
@@ -51,6 +52,8 @@ class WrittenArchive:
     """Records written."""
     blocks: int
     """Avro data blocks written."""
+    content: ArchiveFileContent | None = None
+    """The file as read back and verified."""
 
 
 def next_archive_version(storage: Storage, directory: str) -> int:
@@ -105,7 +108,7 @@ def write_archive_file(
             f"archive file read back does not match what was written ({len(content.records)} of {len(records)} "
             f"records, {content.corrupt_blocks} corrupt block(s)); no instant was removed from the active timeline",
         )
-    return WrittenArchive(file=written, records=len(records), blocks=len(blocks))
+    return WrittenArchive(file=written, records=len(records), blocks=len(blocks), content=content)
 
 
 def archive_records(table: HudiTable, files: Sequence[Instant]) -> list[dict[str, Any]]:
@@ -169,15 +172,23 @@ def delete_aux_instants(table: HudiTable, files: Sequence[Instant]) -> list[str]
 
 
 def leftover_instant_files(
-    table: HudiTable, folder: str, *, listed: Sequence[ArchiveFile] | None = None
+    table: HudiTable,
+    folder: str,
+    *,
+    listed: Sequence[ArchiveFile] | None = None,
+    contents: dict[str, ArchiveFileContent] | None = None,
 ) -> list[Instant]:
     """Active timeline files whose state is already in the newest archive file: a crashed run archived them
     but did not finish deleting them. Finishing the deletion is the roll-forward the archive file promises.
-    ``listed``: the archive files the caller has just listed (not listed again)."""
+    ``listed``: the archive files the caller has just listed (not listed again); ``contents``: archive file name
+    -> content, where the content read is recorded for the rest of the run."""
     if listed is None:
         listed = list_archive_files(table.storage, archive_dir(table.storage, folder))
     files = list(listed)
     if not files:
         return []
-    archived = {e.key for e in read_archive_file(table.storage, files[-1]).entries}
+    newest = read_archive_file(table.storage, files[-1])
+    if contents is not None:
+        contents[newest.file.name] = newest
+    archived = {e.key for e in newest.entries}
     return [r for r in raw_instants(table) if (str(r.time), r.action.value, int(r.state)) in archived]

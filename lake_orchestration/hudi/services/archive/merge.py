@@ -17,7 +17,7 @@ candidates, and a candidate only if the merged file holds every one of its entri
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
@@ -65,14 +65,19 @@ def _plan_uri(storage: Storage, path: str) -> str:
     return f"file:{uri}" if storage.is_local else uri
 
 
-def _content(storage: Storage, path: str) -> tuple[ArchiveFileContent | None, str]:
-    """The content of the archive file at ``path`` and ``""``, or None and why it does not read completely."""
+def _content(
+    storage: Storage, path: str, known: Mapping[str, ArchiveFileContent] | None = None
+) -> tuple[ArchiveFileContent | None, str]:
+    """The content of the archive file at ``path`` and ``""``, or None and why it does not read completely.
+    ``known``: contents this run has already read (archive files are never changed once written)."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     file = ArchiveFile(path=path, name=name, version=parse_archive_file_name(name) or 0)
-    try:
-        content = read_archive_file(storage, file)
-    except CorruptFileError as err:
-        return None, str(err)
+    content = (known or {}).get(name)
+    if content is None:
+        try:
+            content = read_archive_file(storage, file)
+        except CorruptFileError as err:
+            return None, str(err)
     if content.complete:
         return content, ""
     if not content.records and not content.corrupt_blocks and not content.trailing_bytes:
@@ -195,9 +200,10 @@ def merge_small_archive_files(
     dry_run: bool = False,
     crash: CrashHook = _no_crash,
     listed: Sequence[ArchiveFile] | None = None,
+    known: Mapping[str, ArchiveFileContent] | None = None,
 ) -> MergeResult:
     """Merge the small archive files if there are at least ``min_files`` of them (``listed``: the archive files the
-    caller has just listed, under the table lock; not listed again).
+    caller has just listed, under the table lock, not listed again; ``known``: contents it has already read).
 
     Every candidate is read before anything is written. A candidate that does not read completely is skipped with
     a warning naming it, and so is every older one: merging the newer files past it into the new (newest) file
@@ -213,7 +219,7 @@ def merge_small_archive_files(
     records: list[dict] = []
     skipped: tuple[str, ...] = ()
     for c in candidates:  # newest first, as Java reads them
-        content, why = _content(storage, c.path)
+        content, why = _content(storage, c.path, known)
         if content is None:
             older = [o.name for o in candidates[len(readable) + 1 :]]
             log.warning(
