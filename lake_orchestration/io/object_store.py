@@ -81,6 +81,8 @@ class S3Settings:
     session_token: str | None = None
     anonymous: bool = False
     virtual_hosted: bool = False
+    role_arn: str | None = None
+    """pyarrow's ``role_arn`` (STS AssumeRole): not available to obstore, so atomic creates refuse it."""
 
     def __repr__(self) -> str:  # never show the secrets
         return f"S3Settings(endpoint={self.endpoint!r}, region={self.region!r})"
@@ -124,6 +126,7 @@ def resolve_s3(options: Mapping[str, Any], env: Mapping[str, str] | None = None)
         session_token=str(token) if token else None,
         anonymous=_truthy(options.get("anonymous")),
         virtual_hosted=_truthy(options.get("force_virtual_addressing")),
+        role_arn=str(options["role_arn"]) if options.get("role_arn") else None,
     )
 
 
@@ -191,6 +194,14 @@ class AtomicCreator:
             return self._store
         retry = {"max_retries": retries, "retry_timeout": _seconds(30)} if retries is not None else None
         if self.scheme in S3_SCHEMES:
+            if self._s3.role_arn:
+                # obstore would sign with the base identity, not the role: never write as someone else
+                raise StorageError(
+                    "Storage option role_arn is not supported for timeline files (written with S3 conditional PUTs "
+                    "through obstore, which cannot assume a role from it): assume the role outside (AWS_PROFILE with "
+                    "static keys, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN of the role)",
+                    path=self.uri,
+                )
             store = _s3_store(self.bucket, self._s3, retry)
         else:
             store = _gcs_store(self.bucket, self._options, retry, uri=self.uri)
@@ -243,7 +254,8 @@ class AtomicCreator:
         import obstore
 
         store = self.store(retries=_PROBE_RETRIES)
-        # a create-if-absent temp name (*.<32 hex>.tmp): if a crash leaves it behind, clean removes it
+        # a hidden name next to the file (timeline readers skip names starting with "."); deleted right after,
+        # only a crash in between leaves it behind, and nothing reads it
         key = f"{directory}/.conditional-put-probe.{uuid.uuid4().hex}.tmp".lstrip("/")
         try:
             try:
@@ -260,7 +272,7 @@ class AtomicCreator:
         finally:
             try:
                 obstore.delete(store, key)
-            except Exception:  # a leftover probe is a create-if-absent temp file: clean removes it
+            except Exception:  # a leftover hidden probe object is harmless; the verdict matters
                 pass
 
 

@@ -369,7 +369,7 @@ def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem
             host = parsed.hostname or "default"
             port = parsed.port or 8020
             return pafs.HadoopFileSystem(host, port, **fs_options), parsed.path.rstrip("/")
-    except (TypeError, OSError) as err:
+    except (TypeError, ValueError, OSError) as err:
         detail = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
         raise StorageError(
             f"Cannot open {scheme} file system with the given storage options ({detail})", path=uri

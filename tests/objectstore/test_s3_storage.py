@@ -421,3 +421,11 @@ def test_declared_store_without_conditional_writes_needs_a_lock_without_atomic_c
 def test_invalid_conditional_put_value(s3: S3Bucket) -> None:
     with pytest.raises(StorageError, match=r"conditional_put='sometimes': expected auto, true or false"):
         Storage(s3.uri("t"), options={**s3.storage_options, "conditional_put": "sometimes"})
+
+
+def test_role_arn_is_refused_for_timeline_files_not_silently_ignored(s3: S3Bucket) -> None:
+    opts = {"endpoint_override": s3.endpoint, "region": "us-east-1", "role_arn": "arn:aws:iam::123456789012:role/lake"}
+    st = Storage(s3.uri("t"), options=opts)
+    with pytest.raises(StorageError, match=r"role_arn is not supported for timeline files"):
+        st.create_if_absent(st.join(".hoodie", "20260101000000000.commit.requested"), b"x")
+    assert s3.keys() == []
