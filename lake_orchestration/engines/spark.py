@@ -18,6 +18,7 @@ from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, File
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import merge_config_for, read_file_slice, table_arrow_schema
+from lake_orchestration.io.executor_options import options_for_executors
 
 
 def slice_to_json(s: FileSlice) -> str:
@@ -75,7 +76,7 @@ class SparkEngine:
         flt = InstantFilter.from_timeline(table.timeline, latest_instant=str(latest))
         task = _SliceReadTask(
             base_uri=table.base_uri,
-            storage_options=table.storage.options,
+            storage_options=options_for_executors(table.base_uri, table.storage.options),
             flt=json.dumps({k: sorted(v) if isinstance(v, frozenset) else v for k, v in asdict(flt).items()}),
             merge=json.dumps(
                 {
@@ -96,7 +97,8 @@ class SparkEngine:
 
 
 class _SliceReadTask:
-    """Picklable per-partition function: read each slice of the batch and yield its merged rows."""
+    """Picklable per-partition function: read each slice of the batch and yield its merged rows. The storage options
+    (completed for executors) travel only inside it."""
 
     def __init__(
         self, *, base_uri: str, storage_options: dict[str, str], flt: str, merge: str, schema: pa.Schema
@@ -106,6 +108,9 @@ class _SliceReadTask:
         self.flt = flt
         self.merge = merge
         self.schema = schema
+
+    def __repr__(self) -> str:  # never show the storage options
+        return f"_SliceReadTask({self.base_uri!r})"
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from lake_orchestration.hudi.merge.record_merger import MergeConfig, conform

@@ -52,7 +52,8 @@ class FileGroupWriteContext:
     """Everything a file-group task needs; plain values so it pickles to Spark executors."""
 
     base_uri: str
-    storage_options: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
+    """Storage options (secrets: never shown in a repr)."""
     instant: str
     is_mor: bool
     partition_path: str

@@ -2,7 +2,9 @@
 
 The records of every file group are put in one DataFrame with a group column, repartitioned by it, and each
 Spark task writes the groups of its partition and returns their write stats as JSON rows. Only the DataFrame
-API is used, so this also works over Spark Connect.
+API is used, so this also works over Spark Connect. The contexts, with the storage options completed for executors
+(:func:`~lake_orchestration.io.executor_options.options_for_executors`), travel only inside the pickled task
+function: never in the DataFrame, a plan, a job description or a log line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pyarrow.compute as pc
 
 from lake_orchestration.hudi.model.commit_metadata import WriteStat
 from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group
+from lake_orchestration.io.executor_options import options_for_executors
 
 GROUP_COLUMN = "__lo_group"
 
@@ -26,8 +29,11 @@ def run_tasks_on_spark(spark: Any, tasks: list[tuple[FileGroupWriteContext, pa.T
         return []
     tables = []
     contexts = {}
+    executor_options: dict[str, dict] = {}
     for n, (ctx, recs) in enumerate(tasks):
-        contexts[n] = json.dumps(asdict(ctx))
+        if ctx.base_uri not in executor_options:
+            executor_options[ctx.base_uri] = options_for_executors(ctx.base_uri, ctx.storage_options)
+        contexts[n] = json.dumps({**asdict(ctx), "storage_options": executor_options[ctx.base_uri]})
         tables.append(recs.append_column(GROUP_COLUMN, pa.array([n] * recs.num_rows, pa.int32())))
     data = pa.concat_tables(tables, promote_options="permissive")
     df = spark.createDataFrame(data)
@@ -45,6 +51,9 @@ class _WriteGroups:
     def __init__(self, contexts: dict[int, str], schema: pa.Schema) -> None:
         self.contexts = contexts
         self.schema = schema
+
+    def __repr__(self) -> str:  # never show the contexts' storage options
+        return f"_WriteGroups({len(self.contexts)} groups)"
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext

@@ -53,7 +53,8 @@ class OperationTask:
     """One compaction operation with everything its task needs (plain values: it travels as JSON)."""
 
     base_uri: str
-    storage_options: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
+    """Storage options (secrets: never shown in a repr)."""
     instant: str
     partition_path: str
     file_id: str

@@ -1,0 +1,190 @@
+"""Spark on the S3 server: writes and compaction whose Python tasks read and write S3 in the executors through
+pyarrow/obstore (no hadoop-aws jars), with the storage options shipped to them and never shown.
+
+- The same write + compaction flow on S3 with the Spark engine equals the local-engine flow on local disk, and
+  hudi-rs reads the S3 table equal to the local one.
+- Executors reach the store the driver was pointed at even when their own environment points elsewhere: the options
+  a user left to the driver's standard AWS environment are resolved on the driver and shipped.
+- The secret never shows: not in the Spark configuration, job/stage names, SQL executions (descriptions, details,
+  physical plans: what the Spark UI shows), log records, the error text of a failing task, nor the data of a
+  DataFrame (payload sets too large for the task closure are uploaded as one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.engines.spark import SparkEngine
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services import spark_runner
+from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.objectstore.conftest import SECRET_KEY, S3Bucket
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
+
+pytestmark = pytest.mark.spark
+
+RUN_SPECIFIC = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
+OPTIONS = WriteOptions(
+    table_name="trips",
+    table_type=TableType.MERGE_ON_READ,
+    record_key_fields=("uuid",),
+    partition_fields=("city",),
+    precombine_field="ts",
+    hive_style_partitioning=True,
+    small_file_limit=0,
+    max_rows_per_file=150,
+)
+
+
+def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.Table, list, list[str]]:
+    """bulk_insert, upsert, delete, compaction, upsert, compaction; returns the snapshot (read with the engine),
+    the file-group structure and the timeline's actions/states."""
+    so = dict(storage_options)
+    base = generate_trips(600, partitions=3, seed=11)
+    steps = [
+        (base, "bulk_insert"),
+        (generate_updates(base, fraction=0.2, seed=1, ts_offset=10**6), "upsert"),
+        (pick_deletes(base, fraction=0.05, seed=2), "delete"),
+    ]
+    for data, op in steps:
+        write_table(uri, data, operation=op, options=OPTIONS, storage_options=so, spark=spark)
+    sched = schedule_compaction(HudiTable(uri, storage_options=so), force=True)
+    assert sched.instant is not None, sched.reason
+    (done,) = run_compaction(HudiTable(uri, storage_options=so), spark=spark)
+    assert done.operations == len(load_plan(HudiTable(uri, storage_options=so), done.instant).operations)
+    write_table(
+        uri,
+        generate_updates(base, fraction=0.3, seed=3, ts_offset=2 * 10**6),
+        operation="upsert",
+        options=OPTIONS,
+        storage_options=so,
+        spark=spark,
+    )
+    t = HudiTable(uri, storage_options=so)
+    snapshot = SparkEngine(spark).read_snapshot(t) if spark is not None else read_snapshot_table(t)
+    structure = sorted(
+        (g.id.partition_path, tuple((s.base_file is not None, len(s.log_files)) for s in g.slices))
+        for g in t.fs_view().all_file_groups()
+    )
+    return snapshot, structure, [f"{i.action.value}.{i.state.name}" for i in t.timeline.instants]
+
+
+def _hudi_rs(uri: str, options: Mapping[str, str]) -> pa.Table:
+    from hudi import HudiTableBuilder
+
+    return pa.Table.from_batches(HudiTableBuilder.from_base_uri(uri).with_storage_options(dict(options)).build().read())
+
+
+def _seq(java_seq: Any) -> list[Any]:
+    return [java_seq.apply(i) for i in range(java_seq.size())]
+
+
+def _spark_texts(spark: Any) -> list[str]:
+    """What the Spark UI and status APIs show: configuration, job and stage names/descriptions, SQL executions
+    (description, call-site details, physical plan)."""
+    sc = spark.sparkContext
+    texts = [f"{k}={v}" for k, v in sc.getConf().getAll()]
+    texts += [str(sc.getLocalProperty(p)) for p in ("spark.job.description", "spark.jobGroup.id", "callSite.short")]
+    tracker = sc.statusTracker()
+    for job_id in tracker.getJobIdsForGroup():
+        for stage_id in tracker.getJobInfo(job_id).stageIds:
+            info = tracker.getStageInfo(stage_id)
+            texts.append(info.name if info else "")
+    for job in _seq(sc._jsc.sc().statusStore().jobsList(None)):
+        texts += [str(job.name()), str(job.description())]
+    for ex in _seq(spark._jsparkSession.sharedState().statusStore().executionsList()):
+        texts += [str(ex.description()), str(ex.details()), str(ex.physicalPlanDescription())]
+    return texts
+
+
+def test_spark_write_and_compaction_on_s3_equal_local_and_never_show_the_secret(
+    spark, s3: S3Bucket, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # every payload set goes through a DataFrame (as a large plan does): record what becomes DataFrame data
+    monkeypatch.setattr(spark_runner, "_CLOSURE_LIMIT", 0)
+    uploaded: list[str] = []
+    create = spark.createDataFrame
+
+    def recording_create(data: Any, *args: Any, **kwargs: Any) -> Any:
+        uploaded.append(str(data.to_pylist() if isinstance(data, pa.Table) else data))
+        return create(data, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "createDataFrame", recording_create)
+    local_uri = str(tmp_path / "trips")
+    remote_uri = s3.uri("lake", "trips")
+    local, local_structure, local_timeline = _flow(local_uri, {}, None)
+    remote, remote_structure, remote_timeline = _flow(remote_uri, s3.storage_options, spark)
+    assert any('"instant"' in u for u in uploaded), "no compaction payload went through a DataFrame"
+    assert remote_timeline == local_timeline
+    assert remote_structure == local_structure
+    keep = [c for c in local.column_names if c not in RUN_SPECIFIC]
+    assert remote.num_rows > 500
+    assert_same_rows(remote.select(keep), local.select(keep))
+    theirs = _hudi_rs(remote_uri, s3.hudi_rs_options)
+    assert_same_rows(theirs.select(keep), hudi_rs_snapshot(local_uri).select(keep))
+    assert_same_rows(remote, theirs)
+    # a task that fails in an executor (a log file of the plan is gone): its error names the file, not the secret
+    write_table(
+        remote_uri,
+        generate_updates(remote, fraction=0.1, seed=9, ts_offset=3 * 10**6),
+        operation="upsert",
+        options=OPTIONS,
+        storage_options=s3.storage_options,
+        spark=spark,
+    )
+    t = HudiTable(remote_uri, storage_options=s3.storage_options)
+    sched = schedule_compaction(t, force=True)
+    op = next(o for o in load_plan(t, str(sched.instant)).operations if o.delta_file_paths)
+    t.storage.delete_file(t.storage.join(op.partition_path or "", op.delta_file_paths[0]))
+    with pytest.raises(Exception) as failed:
+        run_compaction(HudiTable(remote_uri, storage_options=s3.storage_options), spark=spark)
+    assert op.delta_file_paths[0] in str(failed.value)
+    shown = [
+        str(failed.value),
+        repr(failed.value),
+        *_spark_texts(spark),
+        *(r.getMessage() for r in caplog.records),
+        *uploaded,
+    ]
+    leaked = [text for text in shown if SECRET_KEY in text]
+    assert not leaked, leaked[0][:500]
+
+
+def test_spark_executors_use_what_the_driver_resolved_from_its_aws_environment(
+    spark, s3_env: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table is given by URI only (endpoint, region and keys from the driver's AWS_* variables), while the Python
+    workers of the executors get an environment of their own that points at a dead endpoint (as on a cluster,
+    where executors never see the driver's environment): the Spark write, compaction and read still reach the S3
+    server, so the driver's resolved settings travel with the tasks."""
+    s3 = s3_env
+    env = spark.sparkContext.environment  # the Python workers' environment (spark.executorEnv.*)
+    for k, v in {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "executor-key",
+        "AWS_SECRET_ACCESS_KEY": "executor-secret",
+        "AWS_REGION": "eu-west-3",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    }.items():
+        monkeypatch.setitem(env, k, v)
+    remote_uri = s3.uri("env", "trips")
+    local_uri = str(tmp_path / "trips")
+    local, local_structure, local_timeline = _flow(local_uri, {}, None)
+    remote, remote_structure, remote_timeline = _flow(remote_uri, {}, spark)
+    assert remote_timeline == local_timeline
+    assert remote_structure == local_structure
+    keep = [c for c in local.column_names if c not in RUN_SPECIFIC]
+    assert_same_rows(remote.select(keep), local.select(keep))
+    assert_same_rows(_hudi_rs(remote_uri, s3.hudi_rs_options), remote)
