@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lake_orchestration.errors import CorruptLogBlockError
+from lake_orchestration.hudi.log import avro_encoder
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, non_null_branch
 
@@ -274,7 +275,7 @@ def _fastavro_to_arrow_values(v: Any, t: Any) -> Any:
 
 
 def encode_avro_records(rows: Iterable[dict[str, Any]], schema: dict[str, Any]) -> list[bytes]:
-    """Avro binary datum per row (values as Arrow's ``to_pylist`` gives them)."""
+    """Avro binary datum per row (values as Arrow's ``to_pylist`` gives them), fastavro record by record."""
     parsed = fastavro.parse_schema(schema)
     fix_maps = _needs_value_fixup(schema)
     out = []
@@ -282,26 +283,25 @@ def encode_avro_records(rows: Iterable[dict[str, Any]], schema: dict[str, Any]) 
     for r in rows:
         buf.seek(0)
         buf.truncate()
-        fastavro.schemaless_writer(buf, parsed, _arrow_to_fastavro_values(r, schema) if fix_maps else r)
+        fastavro.schemaless_writer(buf, parsed, avro_encoder.arrow_to_fastavro(r, schema) if fix_maps else r)
         out.append(buf.getvalue())
     return out
 
 
-def _arrow_to_fastavro_values(v: Any, t: Any) -> Any:
-    if v is None:
-        return None
-    if isinstance(t, list):
-        inner, _ = non_null_branch(t)
-        return _arrow_to_fastavro_values(v, inner)
-    if isinstance(t, dict):
-        kind = t.get("type")
-        if kind == "record":
-            return {f["name"]: _arrow_to_fastavro_values(v.get(f["name"]), f["type"]) for f in t["fields"]}
-        if kind == "array":
-            return [_arrow_to_fastavro_values(x, t["items"]) for x in v]
-        if kind == "map":
-            return {k: _arrow_to_fastavro_values(x, t["values"]) for k, x in v}
-    return v
+def encode_avro_table_records(table: pa.Table, schema: dict[str, Any]) -> list[bytes]:
+    """Avro binary datum per row of an Arrow table (columns by the schema's field names).
+
+    Column-wise (:mod:`lake_orchestration.hudi.log.avro_encoder`); tables it does not encode exactly go through
+    fastavro record by record, with the same bytes.
+    """
+    try:
+        return avro_encoder.encode_records(table, schema)
+    except avro_encoder.NotVectorizable:
+        return encode_avro_records(_pylist(table, schema), schema)
+
+
+def _pylist(table: pa.Table, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    return table.select([f["name"] for f in schema["fields"] if f["name"] in table.column_names]).to_pylist()
 
 
 def encode_avro_data_content(records: Sequence[bytes]) -> bytes:
@@ -314,11 +314,17 @@ def encode_avro_data_content(records: Sequence[bytes]) -> bytes:
 
 
 def encode_avro_table(table: pa.Table, schema: dict[str, Any]) -> bytes:
-    """Avro data block content for an Arrow table (columns by the schema's field names)."""
-    names = [f["name"] for f in schema["fields"]]
-    present = [n for n in names if n in table.column_names]
-    rows = table.select(present).to_pylist()
-    return encode_avro_data_content(encode_avro_records(rows, schema))
+    """Avro data block content for an Arrow table (columns by the schema's field names).
+
+    The body is built column-wise (:mod:`lake_orchestration.hudi.log.avro_encoder`, no Python object per value);
+    tables it does not encode exactly (types or values fastavro treats specially) are encoded by fastavro record by
+    record. Both give the same bytes.
+    """
+    head = _I32.pack(AVRO_BLOCK_VERSION) + _I32.pack(table.num_rows)
+    try:
+        return head + avro_encoder.length_prefixed_body(table, schema)
+    except avro_encoder.NotVectorizable:
+        return encode_avro_data_content(encode_avro_records(_pylist(table, schema), schema))
 
 
 # -- Parquet data blocks -----------------------------------------------------------------------------------------
