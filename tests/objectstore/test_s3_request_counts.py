@@ -21,6 +21,9 @@ clean (full, then incremental)        3 (was 6)            no recursive LIST (wa
 archive (+ merge)                     1 (was 2-3)          ``archived/`` listed once
                                                            (was 2-4)
 ====================================  ===================  ===========================
+
+Timeline files are immutable, so a service reads each once: a pending clean's plan (was read three times by the
+clean that finishes it), the last clean's metadata (twice by the next clean).
 """
 
 from __future__ import annotations
@@ -28,16 +31,17 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qs
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
-from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -202,3 +206,34 @@ def test_listings_per_service_are_bounded(s3: S3Bucket) -> None:
         bound(step.recursive == [], step.describe())
         bound(step.partitions == [], step.describe())
     assert not exceeded, "request bounds exceeded:\n" + "\n".join(exceeded)
+
+
+def test_timeline_files_are_read_once_per_service(s3: S3Bucket) -> None:
+    """A pending clean's plan is read once by the clean that finishes it (was three times: the empty-plan check, the
+    run, the execution), and the last clean's metadata once by the next clean (was twice: the trigger, the
+    incremental scan)."""
+    uri, so = s3.uri(PREFIX), s3.storage_options
+    cow = replace(OPTS, table_type=TableType.COPY_ON_WRITE)
+    base = generate_trips(40, partitions=2, seed=1)
+    write_table(uri, base, operation="bulk_insert", options=cow, storage_options=so)
+    for n in range(1, 3):
+        upd = generate_updates(base, fraction=0.5, seed=n, ts_offset=n * 10**6)
+        write_table(uri, upd, operation="upsert", options=cow, storage_options=so)
+    inst, planning, _ = schedule_clean(_table(s3), CLEAN)  # left pending, as by a crash before its execution
+    assert inst is not None and planning is not None and planning.file_count
+    requested = f"{PREFIX}/.hoodie/{inst.file_name}"
+
+    with counted(s3) as finish:
+        done = run_clean(_table(s3), CLEAN)
+    assert str(inst.time) in done.instants and done.deleted == planning.file_count
+    gets = [r for r in finish.requests if r.kind == "GET" and r.key == requested]
+    assert len(gets) == 1, [(r.kind, r.key) for r in finish.requests if r.key == requested]
+
+    upd = generate_updates(base, fraction=0.5, seed=3, ts_offset=3 * 10**6)
+    write_table(uri, upd, operation="upsert", options=cow, storage_options=so)
+    last = _table(s3).timeline.completed().with_actions(Action.CLEAN).last
+    assert last is not None
+    with counted(s3) as nxt:
+        run_clean(_table(s3), CLEAN)
+    gets = [r for r in nxt.requests if r.kind == "GET" and r.key == f"{PREFIX}/.hoodie/{last.file_name}"]
+    assert len(gets) == 1, [(r.kind, r.key) for r in nxt.requests if ".clean" in r.key]
