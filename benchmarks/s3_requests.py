@@ -14,8 +14,8 @@ otherwise) and counts the HTTP requests the server answered during the step, by 
 
 LIST = ListObjectsV2 (one page each), HEAD/GET/DELETE = one object each (DELETE also counts a DeleteObjects), PUT = an
 object PUT or one request of a multipart upload (create, part, complete: pyarrow writes small files that way);
-``LIST .hoodie/`` counts the listings of ``.hoodie/`` itself (the timeline), ``LIST recursive`` the listings
-without a delimiter.
+``LIST .hoodie/`` counts the listings of ``.hoodie/`` itself (the timeline), ``LIST whole table`` the recursive
+listings (no delimiter) of the table's base path: every object of the table, ``.hoodie/`` included.
 
 Usage: python benchmarks/s3_requests.py [--detail]   (``--detail``: every request of every step)
 """
@@ -179,7 +179,7 @@ def main() -> None:
             items = rec.take()
             counts = Counter(k for k, _, _ in items)
             hoodie = sum(1 for k, key, qs in items if k == "LIST" and key.rstrip("/") == "t/.hoodie")
-            recursive = sum(1 for k, _, qs in items if k == "LIST" and qs.endswith("(recursive)"))
+            recursive = sum(1 for k, key, qs in items if k == "LIST" and key == "t/" and qs.endswith("(recursive)"))
             rows.append((name, counts, hoodie, recursive))
             if args.detail:
                 print(f"== {name}")
@@ -187,7 +187,7 @@ def main() -> None:
                     print(f"  {c:3d} {k:8s} {key} {qs if k == 'LIST' else ''}")
 
         scenario(uri, so, measure)
-    head = f"| step | {' | '.join(KINDS)} | total | LIST .hoodie/ | LIST recursive |"
+    head = f"| step | {' | '.join(KINDS)} | total | LIST .hoodie/ | LIST whole table |"
     print(head)
     print("|---|" + "---:|" * (len(KINDS) + 3))
     for name, c, hoodie, recursive in rows:
