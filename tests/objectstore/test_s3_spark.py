@@ -188,3 +188,81 @@ def test_spark_executors_use_what_the_driver_resolved_from_its_aws_environment(
     keep = [c for c in local.column_names if c not in RUN_SPECIFIC]
     assert_same_rows(remote.select(keep), local.select(keep))
     assert_same_rows(_hudi_rs(remote_uri, s3.hudi_rs_options), remote)
+
+
+def test_dagster_spark_compaction_on_s3_metadata_and_failures_without_the_secret(
+    spark, s3: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Dagster table with ``engine: spark`` on the S3 server: the compaction partition runs its operations on
+    Spark and its materialization metadata, run records and event logs hold no secret; a compaction whose Spark task
+    fails (a log file of the plan is gone) fails the run with an error that names the file, not the secret."""
+    import dagster as dg
+    from dagster._serdes import serialize_value
+
+    from lake_orchestration.dagster import build_hudi_definitions, load_config_file
+
+    uri = s3.uri("dagster", "trips")
+    so = s3.storage_options
+    base = generate_trips(300, partitions=3, seed=21)
+    write_table(uri, base, operation="bulk_insert", options=OPTIONS, storage_options=so)
+    write_table(
+        uri, generate_updates(base, fraction=0.3, seed=22), operation="upsert", options=OPTIONS, storage_options=so
+    )
+    monkeypatch.setenv("TRIPS_S3_KEY", so["access_key"])
+    monkeypatch.setenv("TRIPS_S3_SECRET", SECRET_KEY)
+    config = tmp_path / "lake_orchestration.yaml"
+    config.write_text(f"""\
+tables:
+  - name: trips
+    base_path: {uri}
+    engine: spark
+    retry_max_retries: 0
+    storage: {{provider: s3, endpoint_override: '{s3.endpoint}', region: us-east-1, access_key_env: TRIPS_S3_KEY,
+               secret_key_env: TRIPS_S3_SECRET}}
+    compaction_options:
+      hoodie.compact.inline.max.delta.commits: 1
+spark_config:
+  spark.master: local[2]
+""")
+    file_cfg = load_config_file(config)
+    defs = build_hudi_definitions(tables=file_cfg.tables, spark_config=file_cfg.spark_config)
+    before = _hudi_rs(uri, s3.hudi_rs_options)
+    texts: list[str] = []
+    with dg.instance_for_test() as instance:
+        instants = []
+        for n in range(2):
+            sched = defs.resolve_job_def("trips__schedule_compaction").execute_in_process(instance=instance)
+            assert sched.success
+            t = HudiTable(uri, storage_options=so)
+            (pending,) = t.timeline.pending_compactions()
+            instants.append(str(pending.time))
+            instance.add_dynamic_partitions("trips__compaction_instants", [instants[-1]])
+            if n == 0:
+                done = defs.resolve_job_def("trips__compaction").execute_in_process(
+                    instance=instance, partition_key=instants[0]
+                )
+                assert done.success
+                (mat,) = done.asset_materializations_for_node("hudi__trips__compaction")
+                assert mat.metadata["rows_written"].value == before.num_rows
+                assert_same_rows(_hudi_rs(uri, s3.hudi_rs_options), before, ignore=RUN_SPECIFIC)
+                write_table(
+                    uri,
+                    generate_updates(base, fraction=0.2, seed=23, ts_offset=10**7),
+                    operation="upsert",
+                    options=OPTIONS,
+                    storage_options=so,
+                )
+        op = next(o for o in load_plan(t, instants[1]).operations if o.delta_file_paths)
+        t.storage.delete_file(t.storage.join(op.partition_path or "", op.delta_file_paths[0]))
+        failed = defs.resolve_job_def("trips__compaction").execute_in_process(
+            instance=instance, partition_key=instants[1], raise_on_error=False
+        )
+        assert not failed.success
+        (failure,) = [e for e in failed.all_events if e.event_type_value == "STEP_FAILURE"]
+        assert op.delta_file_paths[0] in str(failure.event_specific_data.error)  # type: ignore[union-attr]
+        for run in instance.get_runs():
+            texts.append(serialize_value(run))
+            texts += [serialize_value(rec) for rec in instance.all_logs(run.run_id)]
+    texts += _spark_texts(spark)
+    leaked = [text for text in texts if SECRET_KEY in text]
+    assert not leaked, "a secret appears in a Dagster run, its event log or Spark's status"
