@@ -115,8 +115,8 @@ def compaction_attempt_files_without_plan(table: HudiTable, instant: str) -> dic
     st = table.storage
     out: dict[str, list[str]] = {}
     later_logs: list[str] = []
-    for p in table.list_partitions():
-        for f in st.list_dir(st.join(p)):
+    for p, entries in sorted(table.partition_listing().items()):  # one listing per folder
+        for f in entries:
             if f.is_dir:
                 continue
             if is_base_file_name(f.name) and str(BaseFile.parse(f.name, partition_path=p).instant) == instant:

@@ -117,7 +117,7 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
     base_files: dict[str, set[str]] = defaultdict(set)
     touched_logs: dict[tuple[str, str, str], dict[str, int]] = {}
     root = storage.join(MARKERS_DIR, instant)
-    marker_files = list(storage.walk_files(root)) if storage.is_dir(root) else []
+    marker_files = list(storage.walk_files(root))  # a missing folder lists empty (no existence check first)
     partitions = set()
     for f in marker_files:
         rel = storage.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
@@ -127,8 +127,10 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
         if io_type in ("CREATE", "MERGE") and is_base_file_name(name):
             base_files[partition].add(storage.join(data_file))
     # listing: base files named with the instant, log files holding its blocks (also without markers)
-    for p in partitions or set(table.list_partitions()):
-        for f in storage.list_dir(storage.join(p)):
+    # the partitions the markers name, else every partition (the walk's listing of each is reused)
+    listing = {p: storage.list_dir(storage.join(p)) for p in partitions} if partitions else table.partition_listing()
+    for p, entries in listing.items():
+        for f in entries:
             if f.is_dir:
                 continue
             if is_base_file_name(f.name) and BaseFile.parse(f.name).instant == instant:
