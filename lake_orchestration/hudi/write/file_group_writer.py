@@ -140,7 +140,8 @@ def _create(
     storage: Storage, rows: pa.Table, ctx: FileGroupWriteContext, avro: dict[str, Any], schema: pa.Schema, token: str
 ) -> list[WriteStat]:
     stats = []
-    rows = rows.sort_by(RECORD_KEY)
+    if not _sorted_by_key(rows):  # the writer hands new file groups over sorted (bulk_insert's sort)
+        rows = rows.sort_by(RECORD_KEY)
     prefix = ctx.file_id.rsplit("-", 1)[0]
     for n, start in enumerate(range(0, max(rows.num_rows, 1), ctx.max_rows_per_file)):
         chunk = rows.slice(start, ctx.max_rows_per_file)
@@ -175,6 +176,14 @@ def _create(
             )
         )
     return stats
+
+
+def _sorted_by_key(rows: pa.Table) -> bool:
+    keys = rows.column(RECORD_KEY)
+    if rows.num_rows < 2 or keys.null_count:
+        return rows.num_rows < 2
+    keys = keys.combine_chunks()
+    return pc.all(pc.less_equal(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py() is not False
 
 
 def _log_rows(rows: pa.Table, ctx: FileGroupWriteContext, schema: pa.Schema) -> pa.Table:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import json
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +45,7 @@ from lake_orchestration.hudi.model.schema import (
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.write.base_file import constant_strings
 from lake_orchestration.hudi.write.file_group_writer import (
     MARKERS_DIR,
     FileGroupWriteContext,
@@ -55,6 +55,9 @@ from lake_orchestration.hudi.write.file_group_writer import (
 from lake_orchestration.hudi.write.heartbeat import Heartbeat
 from lake_orchestration.hudi.write.index import tag_locations
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
+
+ORDER_COLUMN = "__lo_order"
+"""Place of a row within its file group (set for rows of new file groups: key order)."""
 
 
 class WriteOperation(str, enum.Enum):
@@ -416,7 +419,8 @@ def _tag(table: HudiTable, records: pa.Table, op: WriteOperation, slices: Sequen
     """Add ``__lo_op`` (I/U/D) and ``__lo_file_id`` (found location or empty)."""
     n = records.num_rows
     is_del = deleted_mask(records, all_deleted=op is WriteOperation.DELETE)
-    fids = np.full(n, "", dtype=object)
+    fids: pa.Array = constant_strings("", n)
+    located = np.zeros(n, dtype=bool)
     if op in (WriteOperation.UPSERT, WriteOperation.DELETE) and n and slices:
         latest = table.timeline.latest_completed_commit_time()
         flt = InstantFilter.from_timeline(table.timeline, latest_instant=str(latest) if latest else None)
@@ -427,53 +431,80 @@ def _tag(table: HudiTable, records: pa.Table, op: WriteOperation, slices: Sequen
         if found.num_rows:
             probe = pc.binary_join_element_wise(found.column("p"), found.column("k"), "\x00")
             mine = pc.binary_join_element_wise(parts, keys, "\x00")
-            pos = pc.fill_null(pc.index_in(mine, value_set=probe), -1).to_numpy(zero_copy_only=False)
-            hit = pos >= 0
-            fids[hit] = np.asarray(found.column("f").to_pylist(), dtype=object)[pos[hit]]
-    located = fids != ""
+            pos = pc.index_in(mine, value_set=probe)
+            located = pos.is_valid().to_numpy(zero_copy_only=False)
+            fids = pc.fill_null(found.column("f").take(pos), "")
     ops = np.where(located, np.where(is_del, "D", "U"), "I")
     keep = located | ~is_del  # deletes of unknown keys are dropped
-    out = records.append_column(OP_COLUMN, pa.array(ops, pa.string())).append_column(
-        FILE_ID_COLUMN, pa.array(fids.tolist(), pa.string())
-    )
+    out = records.append_column(OP_COLUMN, pa.array(ops, pa.string())).append_column(FILE_ID_COLUMN, fids)
     return out.filter(pa.array(keep)) if not keep.all() else out
 
 
 def _assign_inserts(
     table: HudiTable, records: pa.Table, op: WriteOperation, options: WriteOptions, slices: Sequence[FileSlice]
 ) -> pa.Table:
-    """Give every insert a file id: small file groups first (``UpsertPartitioner``), then new file groups."""
-    if records.num_rows == 0:
+    """Give every insert a file id: small file groups first (``UpsertPartitioner``), then new file groups.
+
+    Inserts fill the small files of their partition in arrival order; the rest are sorted by key (bulk_insert's
+    sort) and cut into new file groups of ``max_rows_per_file``. The rows of new file groups are returned in key
+    order (so the file-group task need not sort them again); every other row keeps its place.
+    """
+    n = records.num_rows
+    if n == 0:
         return records
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False)
-    fids = np.asarray(records.column(FILE_ID_COLUMN).to_pylist(), dtype=object)
-    parts = np.asarray(records.column(PARTITION_PATH).to_pylist(), dtype=object)
-    ins = np.nonzero(ops == "I")[0]
+    ins = np.flatnonzero(ops == "I")
     if not len(ins):
         return records
-    by_part: dict[str, list[int]] = defaultdict(list)
-    for i in ins:
-        by_part[parts[i]].append(int(i))
+    codes, partitions = _codes(records.column(PARTITION_PATH).take(pa.array(ins)))
+    by_part = np.argsort(codes, kind="stable")  # arrival order within each partition
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[by_part]) != 0])
+    ends = np.r_[starts[1:], len(by_part)]
     small = _small_files(table, slices, options) if op is not WriteOperation.BULK_INSERT else {}
-    for p, idx in by_part.items():
+    keys = records.column(RECORD_KEY)
+    group_of = np.full(n, -1, dtype=np.int32)  # index into ``names`` per row; -1 keeps the tagged location
+    names: list[str] = []
+    new_rows: list[np.ndarray] = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        idx = ins[by_part[s:e]]
+        p = partitions[int(codes[by_part[s]])]
         pos = 0
         for fid, capacity in small.get(p, []):
             take = idx[pos : pos + capacity]
-            fids[take] = fid
+            group_of[take] = len(names)
+            names.append(fid)
             pos += len(take)
             if pos >= len(idx):
                 break
         rest = idx[pos:]
-        if rest:
-            n_groups = math.ceil(len(rest) / options.max_rows_per_file)
-            keys = records.column(RECORD_KEY).take(pa.array(rest)).to_pylist()
-            order = np.argsort(np.asarray(keys, dtype=object), kind="stable")  # bulk_insert sorts by key
-            for g in range(n_groups):
-                fid = new_file_id()
-                fids[np.asarray(rest)[order[g * options.max_rows_per_file : (g + 1) * options.max_rows_per_file]]] = fid
-    return records.set_column(
-        records.schema.get_field_index(FILE_ID_COLUMN), FILE_ID_COLUMN, pa.array(fids.tolist(), pa.string())
-    )
+        if len(rest):
+            rest = rest[pc.sort_indices(keys.take(pa.array(rest))).to_numpy()]  # bulk_insert sorts by key
+            for g in range(0, len(rest), options.max_rows_per_file):
+                group_of[rest[g : g + options.max_rows_per_file]] = len(names)
+                names.append(new_file_id())
+            new_rows.append(rest)
+    assigned = group_of >= 0
+    new_fids = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(assigned, group_of, 0), pa.int32()), pa.array(names, pa.string())
+    ).dictionary_decode()
+    fids = pc.if_else(pa.array(assigned), new_fids, records.column(FILE_ID_COLUMN).combine_chunks())
+    out = records.set_column(records.schema.get_field_index(FILE_ID_COLUMN), FILE_ID_COLUMN, fids)
+    if new_rows:  # the place of each row in its file group (see _group): new groups in key order
+        moved = np.concatenate(new_rows)
+        stay = np.ones(n, dtype=bool)
+        stay[moved] = False
+        place = np.empty(n, dtype=np.int64)
+        place[np.concatenate([np.flatnonzero(stay), moved])] = np.arange(n, dtype=np.int64)
+        out = out.append_column(ORDER_COLUMN, pa.array(place))
+    return out
+
+
+def _codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Dictionary codes of a string column and its distinct values."""
+    enc = pc.dictionary_encode(values)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.unify_dictionaries().combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
 
 
 def _small_files(
@@ -502,14 +533,34 @@ def _small_files(
 
 
 def _group(records: pa.Table) -> dict[tuple[str, str], pa.Table]:
-    if records.num_rows == 0:
+    """The rows of each (partition, file id), groups in that order; rows within a group in ``__lo_order``
+    (when assigned) or else in their order. One ``take`` of the whole table."""
+    n = records.num_rows
+    if n == 0:
         return {}
-    parts = records.column(PARTITION_PATH).to_pylist()
-    fids = records.column(FILE_ID_COLUMN).to_pylist()
-    idx: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(parts, fids, strict=True)):
-        idx[key].append(i)
-    return {k: records.take(pa.array(v)) for k, v in sorted(idx.items())}
+    pcodes, pnames = _codes(records.column(PARTITION_PATH))
+    fcodes, fnames = _codes(records.column(FILE_ID_COLUMN))
+    group = _sorted_rank(pnames)[pcodes] * len(fnames) + _sorted_rank(fnames)[fcodes]
+    if ORDER_COLUMN in records.column_names:
+        order = np.lexsort((records.column(ORDER_COLUMN).to_numpy(), group))
+    else:
+        order = np.argsort(group, kind="stable")
+    ordered = records.take(pa.array(order))
+    group = group[order]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], n]
+    out = {}
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        first = int(order[s])
+        out[(pnames[int(pcodes[first])], fnames[int(fcodes[first])])] = ordered.slice(s, e - s)
+    return out
+
+
+def _sorted_rank(names: list[str]) -> np.ndarray:
+    """Rank of each name in Python string order (code points, = UTF-8 byte order)."""
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.int64)
+    return rank
 
 
 def _workload_profile(
