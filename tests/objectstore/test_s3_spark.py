@@ -24,6 +24,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates, pick_de
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services import spark_runner
+from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -46,8 +47,8 @@ OPTIONS = WriteOptions(
 
 
 def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.Table, list, list[str]]:
-    """bulk_insert, upsert, delete, compaction, upsert, compaction; returns the snapshot (read with the engine),
-    the file-group structure and the timeline's actions/states."""
+    """bulk_insert, upsert, delete, compaction, upsert, clean (its deletes on Spark too); returns the snapshot
+    (read with the engine), the file-group structure and the timeline's actions/states."""
     so = dict(storage_options)
     base = generate_trips(600, partitions=3, seed=11)
     steps = [
@@ -69,6 +70,8 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
         storage_options=so,
         spark=spark,
     )
+    cleaned = run_clean(HudiTable(uri, storage_options=so), {"hoodie.cleaner.commits.retained": "1"}, spark=spark)
+    assert cleaned.deleted > 0 and not cleaned.failed, cleaned
     t = HudiTable(uri, storage_options=so)
     snapshot = SparkEngine(spark).read_snapshot(t) if spark is not None else read_snapshot_table(t)
     structure = sorted(
