@@ -14,7 +14,7 @@ step                                  ``.hoodie/`` LISTs   other bound
 open table + timeline + fs view       1 (was 1)            no recursive LIST (was 1)
 schedule compaction (2nd, trigger)    1 (was 1 + one per   no recursive LIST
                                       completed commit)
-run compaction                        3 (was 6)
+run compaction                        3 (was 6-7)
 clean (full, then incremental)        3 (was 6)            no recursive LIST (was 3);
                                                            incremental lists only the
                                                            partitions written
