@@ -76,6 +76,28 @@ class HoodieKey(enum.Enum):
         "Ordering field for DefaultHoodieRecordPayload; defaults to the precombine field.",
     )
     LOGFILE_DATA_BLOCK_FORMAT = ("hoodie.logfile.data.block.format", "avro", "Data block format: avro or parquet.")
+    PARQUET_COMPRESSION_CODEC = (
+        "hoodie.parquet.compression.codec",
+        "gzip",
+        "Base file codec (gzip, snappy, zstd, ...), at parquet-mr's default level: zlib's 6 for gzip, 3 for zstd.",
+    )
+    PARQUET_BLOCK_SIZE = (
+        "hoodie.parquet.block.size",
+        str(120 * 1024 * 1024),
+        "Bytes of (compressed) data per row group of a base file, as parquet-mr closes its row groups.",
+    )
+    PARQUET_PAGE_SIZE = (
+        "hoodie.parquet.page.size",
+        str(1024 * 1024),
+        "Bytes per data page of a base file; also the dictionary page limit (a larger dictionary falls back to "
+        "PLAIN), as Hudi sets it.",
+    )
+    PARQUET_DICTIONARY_ENABLED = (
+        "hoodie.parquet.dictionary.enabled",
+        "true",
+        "Dictionary encoding of base file columns (never for _hoodie_commit_seqno, _hoodie_record_key and a single "
+        "record key field: unique by construction, parquet-mr falls back to PLAIN on them).",
+    )
     MEMORY_COMPACTION_MAX_SIZE = (
         "hoodie.memory.compaction.max.size",
         str(100 * 1024 * 1024),

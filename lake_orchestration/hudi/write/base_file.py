@@ -4,13 +4,22 @@
 accumulated as rows arrive) and writes the footer Java Hudi expects: ``org.apache.hudi.bloomfilter`` (DYNAMIC_V0),
 ``hoodie_bloom_filter_type_code``, ``hoodie_min_record_key``/``hoodie_max_record_key`` (Java string order),
 ``parquet.avro.schema`` and ``writer.model.name``.
+
+Physical layout as Java Hudi writes it (parquet-mr through ``HoodieBaseParquetWriter``), set by
+:class:`ParquetWriteConfig`: row groups closed by size (``hoodie.parquet.block.size`` of compressed data, not one per
+incoming batch), ``hoodie.parquet.page.size`` pages and dictionary page limit, dictionary encoding as
+``hoodie.parquet.dictionary.enabled`` says, and the codec at parquet-mr's default level (zlib's default 6 for gzip,
+where Arrow defaults to 9 at twice the CPU for the same size; 3 for zstd).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import queue
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,11 +27,75 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import parse_bool_option, parse_int_option
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, RECORD_KEY
 from lake_orchestration.hudi.write.bloom_filter import HoodieBloomFilter
 from lake_orchestration.io.storage import Storage
+
+#: parquet-mr's default compression levels (Hadoop's ``zlib.compress.level`` = zlib's default 6; ZstandardCodec's
+#: ``parquet.compression.codec.zstd.level`` = 3). Arrow's own defaults differ (gzip 9, zstd 1).
+JAVA_COMPRESSION_LEVELS: dict[str, int] = {"gzip": 6, "zstd": 3}
+
+#: A row group is also closed once its buffered rows take this much memory (Arrow), whatever the block size.
+MAX_BUFFER_BYTES = 512 * 1024 * 1024
+
+_SAMPLE_ROWS = 16_384
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParquetWriteConfig:
+    """How base files are laid out: Hudi's ``hoodie.parquet.*`` storage settings (defaults of Hudi 0.14/0.15)."""
+
+    compression: str = "gzip"
+    """``hoodie.parquet.compression.codec``."""
+    compression_level: int | None = None
+    """Codec level; None = parquet-mr's default for the codec (:data:`JAVA_COMPRESSION_LEVELS`)."""
+    block_size: int = 120 * 1024 * 1024
+    """``hoodie.parquet.block.size``: bytes of compressed data per row group."""
+    page_size: int = 1024 * 1024
+    """``hoodie.parquet.page.size``: data page size and dictionary page limit."""
+    dictionary_enabled: bool = True
+    """``hoodie.parquet.dictionary.enabled``."""
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, str] | None, *, service: str = "", **overrides: Any
+    ) -> ParquetWriteConfig:
+        """Read the ``hoodie.parquet.*`` keys from ``options`` (absent keys keep Hudi's defaults).
+
+        Raises:
+            InvalidOptionError: a size that is not an integer >= 1, a dictionary flag that is not true/false.
+        """
+        o = dict(options or {})
+        kw: dict[str, Any] = {}
+        if v := o.get(HoodieKey.PARQUET_COMPRESSION_CODEC.key):
+            kw["compression"] = v.strip().lower()
+        if (v := o.get(HoodieKey.PARQUET_BLOCK_SIZE.key)) is not None:
+            kw["block_size"] = parse_int_option(HoodieKey.PARQUET_BLOCK_SIZE.key, v, minimum=1, service=service)
+        if (v := o.get(HoodieKey.PARQUET_PAGE_SIZE.key)) is not None:
+            kw["page_size"] = parse_int_option(HoodieKey.PARQUET_PAGE_SIZE.key, v, minimum=1, service=service)
+        if (v := o.get(HoodieKey.PARQUET_DICTIONARY_ENABLED.key)) is not None:
+            kw["dictionary_enabled"] = parse_bool_option(HoodieKey.PARQUET_DICTIONARY_ENABLED.key, v, service=service)
+        kw.update(overrides)
+        return cls(**kw)
+
+    @property
+    def level(self) -> int | None:
+        """The compression level passed to Arrow."""
+        if self.compression_level is not None:
+            return self.compression_level
+        return JAVA_COMPRESSION_LEVELS.get(self.compression.lower())
+
+
+def _leaf_paths(schema: pa.Schema) -> list[str]:
+    """Parquet column paths (``a.b``, ``l.list.element``) of the leaves of ``schema``, as the writer names them."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink, version="1.0", use_compliant_nested_type=True, store_schema=False)
+    ps = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
+    return [ps.column(i).path for i in range(len(ps))]
 
 
 def seqnos(instant: str, task_partition_id: int, n: int, start: int = 0) -> pa.Array:
@@ -55,14 +128,26 @@ def java_min_max(keys: pa.Array) -> tuple[str, str] | None:
 class BaseFileWriter:
     """Writes one base file ``{fileId}_{writeToken}_{instant}.parquet`` batch by batch.
 
+    Rows are buffered until a row group is full, as parquet-mr does: a row group holds about
+    ``hoodie.parquet.block.size`` bytes of compressed data (the size per row is measured on the row groups written
+    so far; before the first one, taken from ``row_bytes_hint`` or from encoding a sample of the first rows), and
+    at most :data:`MAX_BUFFER_BYTES` of Arrow data in memory.
+
     Args:
         storage: the table's storage.
         partition_path: relative partition path.
         file_id, write_token, instant: the name parts.
         avro_schema: writer schema with meta fields (``parquet.avro.schema``).
         arrow_schema: the exact Arrow schema written (meta fields first).
+        compression: ``hoodie.parquet.compression.codec`` (overrides ``config.compression`` when given).
         preserve_commit_metadata: keep incoming ``_hoodie_commit_time``/``_hoodie_commit_seqno`` (compaction,
             copy-on-write merges); otherwise they are set to ``instant`` and a new sequence number.
+        config: row group, page, dictionary and codec settings (Hudi's defaults when None).
+        unique_columns: columns unique by construction, written without dictionary (parquet-mr would try a
+            dictionary and fall back to PLAIN in every column chunk); ``_hoodie_commit_seqno`` and
+            ``_hoodie_record_key`` always are.
+        row_bytes_hint: expected compressed bytes per row (e.g. the base file being rewritten), for sizing the
+            first row group.
     """
 
     def __init__(
@@ -75,9 +160,12 @@ class BaseFileWriter:
         instant: str,
         avro_schema: dict[str, Any],
         arrow_schema: pa.Schema,
-        compression: str = "gzip",
+        compression: str | None = None,
         preserve_commit_metadata: bool = False,
         with_bloom_filter: bool = True,
+        config: ParquetWriteConfig | None = None,
+        unique_columns: tuple[str, ...] = (),
+        row_bytes_hint: float | None = None,
     ) -> None:
         self.storage = storage
         self.base_file = BaseFile(file_id, write_token, InstantTime(instant), ".parquet", partition_path=partition_path)
@@ -86,23 +174,56 @@ class BaseFileWriter:
         self.schema = arrow_schema
         self.avro_schema = avro_schema
         self.preserve = preserve_commit_metadata
+        cfg = config or ParquetWriteConfig()
+        if compression is not None and compression.lower() != cfg.compression:
+            cfg = ParquetWriteConfig(
+                compression=compression.lower(),
+                compression_level=cfg.compression_level,
+                block_size=cfg.block_size,
+                page_size=cfg.page_size,
+                dictionary_enabled=cfg.dictionary_enabled,
+            )
+        self.config = cfg
         self.rows = 0
         self._min: str | None = None
         self._max: str | None = None
         self._bloom = HoodieBloomFilter.create() if with_bloom_filter and RECORD_KEY in arrow_schema.names else None
         self.path = storage.join(partition_path, self.base_file.name)
+        self._props = self._writer_properties(cfg, arrow_schema, (COMMIT_SEQNO, RECORD_KEY, *unique_columns))
+        self._buffer: list[pa.Table] = []
+        self._buffered_rows = 0
+        self._buffered_bytes = 0
+        self._written_rows = 0
+        self._row_bytes = row_bytes_hint if row_bytes_hint and row_bytes_hint > 0 else None
+        self._row_groups = 0
         self._sink = storage.open_output_stream(self.path)
-        self._writer = pq.ParquetWriter(
-            self._sink,
-            arrow_schema,
-            compression=compression,
-            version="1.0",
-            data_page_version="1.0",
-            use_dictionary=True,
-            write_statistics=True,
-            use_compliant_nested_type=True,
-            store_schema=False,
-        )
+        self._start = self._sink.tell()
+        self._writer = pq.ParquetWriter(self._sink, arrow_schema, **self._props)
+
+    @staticmethod
+    def _writer_properties(cfg: ParquetWriteConfig, schema: pa.Schema, unique: tuple[str, ...]) -> dict[str, Any]:
+        use_dictionary: bool | list[str] = cfg.dictionary_enabled
+        if cfg.dictionary_enabled:
+            skip = {u for u in unique if u in schema.names}
+            if skip:
+                use_dictionary = [p for p in _leaf_paths(schema) if p.split(".", 1)[0] not in skip]
+        return {
+            "compression": cfg.compression,
+            "compression_level": cfg.level,
+            "version": "1.0",
+            "data_page_version": "1.0",
+            "use_dictionary": use_dictionary,
+            "data_page_size": cfg.page_size,
+            "dictionary_pagesize_limit": cfg.page_size,
+            "write_statistics": True,
+            "use_compliant_nested_type": True,
+            "store_schema": False,
+        }
+
+    @property
+    def row_groups(self) -> int:
+        """Row groups written so far."""
+        return self._row_groups
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
         """Append rows (user columns, plus meta columns when preserved)."""
@@ -137,11 +258,54 @@ class BaseFileWriter:
                     self._max = hi
             if self._bloom is not None:
                 self._bloom.add_all(keys)
-        self._writer.write_table(out, row_group_size=max(1, min(n, 1_000_000)))
+        self._buffer.append(out)
+        self._buffered_rows += n
+        self._buffered_bytes += out.nbytes
         self.rows += n
+        self._flush_full()
+
+    def _group_rows(self) -> int | None:
+        """Rows of the next row group once the buffer can fill one, else None."""
+        if self._buffered_bytes >= MAX_BUFFER_BYTES:
+            per_row = self._buffered_bytes / self._buffered_rows
+            return max(1, min(self._buffered_rows, int(MAX_BUFFER_BYTES / per_row)))
+        if self._row_bytes is None:
+            if self._buffered_bytes < self.config.block_size:
+                return None  # compressed data is no larger than Arrow's: the group cannot be full yet
+            self._row_bytes = self._sample_row_bytes()
+        rows = max(1, math.ceil(self.config.block_size / self._row_bytes))
+        return rows if self._buffered_rows >= rows else None
+
+    def _sample_row_bytes(self) -> float:
+        """Compressed bytes per row of a sample of the buffered rows, encoded with this file's settings."""
+        sample = pa.concat_tables(self._buffer).slice(0, _SAMPLE_ROWS)
+        sink = pa.BufferOutputStream()
+        w = pq.ParquetWriter(sink, self.schema, **self._props)
+        w.write_table(sample, row_group_size=sample.num_rows)
+        w.close()
+        return max(1.0, sink.getvalue().size / sample.num_rows)
+
+    def _flush_full(self) -> None:
+        while self._buffered_rows and (rows := self._group_rows()) is not None:
+            self._write_group(rows)
+
+    def _write_group(self, rows: int) -> None:
+        data = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
+        group, rest = data.slice(0, rows), data.slice(rows)
+        self._writer.write_table(group, row_group_size=max(1, group.num_rows))
+        self._row_groups += 1
+        self._written_rows += group.num_rows
+        self._buffer = [rest] if rest.num_rows else []
+        self._buffered_rows = rest.num_rows
+        self._buffered_bytes = rest.nbytes if rest.num_rows else 0
+        written = self._sink.tell() - self._start
+        if written > 0:
+            self._row_bytes = max(1.0, written / self._written_rows)
 
     def close(self) -> BaseFile:
-        """Write the footer, close the file and return it with its size."""
+        """Write the last row group and the footer, close the file and return it with its size."""
+        if self._buffered_rows:
+            self._write_group(self._buffered_rows)
         meta: dict[str, str] = {}
         if self._min is not None and self._max is not None:
             meta["hoodie_min_record_key"], meta["hoodie_max_record_key"] = self._min, self._max
@@ -225,9 +389,11 @@ def write_base_file(
     instant: str,
     avro_schema: dict[str, Any],
     arrow_schema: pa.Schema,
-    compression: str = "gzip",
+    compression: str | None = None,
     preserve_commit_metadata: bool = False,
     with_bloom_filter: bool = True,
+    config: ParquetWriteConfig | None = None,
+    unique_columns: tuple[str, ...] = (),
 ) -> BaseFile:
     """Write ``table`` as one new base file (see :class:`BaseFileWriter`)."""
     w = BaseFileWriter(
@@ -241,6 +407,8 @@ def write_base_file(
         compression=compression,
         preserve_commit_metadata=preserve_commit_metadata,
         with_bloom_filter=with_bloom_filter,
+        config=config,
+        unique_columns=unique_columns,
     )
     w.write(table)
     return w.close()

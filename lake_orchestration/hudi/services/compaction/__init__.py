@@ -106,6 +106,11 @@ def compaction_tasks(
         "avro_schema_json": json.dumps(schema, separators=(",", ":")),
         "compression": cfg.compression,
         "memory_max_bytes": cfg.memory_max_bytes,
+        "parquet_block_size": cfg.block_size,
+        "parquet_page_size": cfg.page_size,
+        "parquet_dictionary_enabled": cfg.dictionary_enabled,
+        # a single record key field is unique within a file group, as the record key is: no dictionary for it
+        "unique_columns": list(table.config.record_key_fields) if len(table.config.record_key_fields) == 1 else [],
     }
     return [OperationTask.for_operation(op, n, **common) for n, op in enumerate(plan.operations or ())], schema
 

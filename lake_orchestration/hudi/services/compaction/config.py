@@ -10,6 +10,7 @@ from typing import Any
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
 from lake_orchestration.hudi.table.lock import LockConfig
+from lake_orchestration.hudi.write.base_file import ParquetWriteConfig
 
 
 class TriggerStrategy(str, enum.Enum):
@@ -54,7 +55,10 @@ _KEYS = {
     "daybased_target_partitions": "hoodie.compaction.daybased.target.partitions",
     "max_file_size": "hoodie.parquet.max.file.size",
     "memory_max_bytes": "hoodie.memory.compaction.max.size",
-    "compression": "hoodie.parquet.compression.codec",
+    "compression": HoodieKey.PARQUET_COMPRESSION_CODEC.key,
+    "block_size": HoodieKey.PARQUET_BLOCK_SIZE.key,
+    "page_size": HoodieKey.PARQUET_PAGE_SIZE.key,
+    "dictionary_enabled": HoodieKey.PARQUET_DICTIONARY_ENABLED.key,
     "log_compaction_blocks_threshold": "hoodie.log.compaction.blocks.threshold",
     "metadata_enable": HoodieKey.METADATA_ENABLE.key,
     "heartbeat_interval_ms": HoodieKey.HEARTBEAT_INTERVAL_MS.key,
@@ -87,7 +91,13 @@ class CompactionConfig:
     memory_max_bytes: int = 100 * 1024 * 1024
     """``hoodie.memory.compaction.max.size``: log records held in memory per operation before spilling."""
     compression: str = "gzip"
-    """``hoodie.parquet.compression.codec``."""
+    """``hoodie.parquet.compression.codec`` (at parquet-mr's default level: 6 for gzip, 3 for zstd)."""
+    block_size: int = 120 * 1024 * 1024
+    """``hoodie.parquet.block.size``: compressed bytes per row group of the new base files."""
+    page_size: int = 1024 * 1024
+    """``hoodie.parquet.page.size``: data page size and dictionary page limit."""
+    dictionary_enabled: bool = True
+    """``hoodie.parquet.dictionary.enabled``."""
     log_compaction_blocks_threshold: int = 5
     """``hoodie.log.compaction.blocks.threshold``."""
     metadata_enable: bool = True
@@ -104,11 +114,20 @@ class CompactionConfig:
     """``hoodie.client.heartbeat.tolerable.misses``."""
 
     def __post_init__(self) -> None:
-        for attr in ("heartbeat_interval_ms", "heartbeat_tolerable_misses"):
+        for attr in ("heartbeat_interval_ms", "heartbeat_tolerable_misses", "block_size", "page_size"):
             if getattr(self, attr) < 1:
                 raise InvalidOptionError(
                     f"Invalid compaction option {_KEYS[attr]}={getattr(self, attr)!r} (>= 1 expected)"
                 )
+
+    def parquet(self) -> ParquetWriteConfig:
+        """The base-file layout settings of the new base files."""
+        return ParquetWriteConfig(
+            compression=self.compression,
+            block_size=self.block_size,
+            page_size=self.page_size,
+            dictionary_enabled=self.dictionary_enabled,
+        )
 
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
@@ -132,7 +151,7 @@ class CompactionConfig:
                     kw[attr] = CompactionStrategyName.parse(raw)
                 elif attr == "compression":
                     kw[attr] = raw.lower()
-                elif attr == "metadata_enable":
+                elif attr in ("metadata_enable", "dictionary_enabled"):
                     if str(raw).strip().lower() not in ("true", "false"):
                         raise ValueError(raw)
                     kw[attr] = str(raw).strip().lower() == "true"

@@ -43,7 +43,7 @@ from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
 from lake_orchestration.hudi.model.timeline import Timeline
-from lake_orchestration.hudi.write.base_file import BaseFileWriter, WriteBehind
+from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig, WriteBehind
 from lake_orchestration.hudi.write.file_group_writer import create_marker
 from lake_orchestration.io.storage import Storage
 
@@ -73,6 +73,19 @@ class OperationTask:
     task_partition_id: int
     compression: str = "gzip"
     memory_max_bytes: int = 100 * 1024 * 1024
+    parquet_block_size: int = 120 * 1024 * 1024
+    parquet_page_size: int = 1024 * 1024
+    parquet_dictionary_enabled: bool = True
+    unique_columns: list[str] = field(default_factory=list)
+    """Columns unique within the file group (a single record key field): written without dictionary."""
+
+    def parquet(self) -> ParquetWriteConfig:
+        return ParquetWriteConfig(
+            compression=self.compression,
+            block_size=self.parquet_block_size,
+            page_size=self.parquet_page_size,
+            dictionary_enabled=self.parquet_dictionary_enabled,
+        )
 
     @classmethod
     def for_operation(cls, op: CompactionOperation, n: int, **common: object) -> OperationTask:
@@ -232,6 +245,9 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     )
     t1 = time.monotonic()
     writer: WriteBehind | BaseFileWriter | None = None
+    pf = storage.open_parquet(storage.join(base.relative_path)) if base is not None else None
+    # the rewritten base file's compressed bytes per row size the first row group of the new one
+    row_bytes_hint = (base.size or 0) / pf.metadata.num_rows if pf is not None and pf.metadata.num_rows else None
 
     def out() -> WriteBehind | BaseFileWriter:
         nonlocal writer
@@ -246,8 +262,10 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
                 instant=task.instant,
                 avro_schema=avro,
                 arrow_schema=schema,
-                compression=task.compression,
                 preserve_commit_metadata=True,
+                config=task.parquet(),
+                unique_columns=tuple(task.unique_columns),
+                row_bytes_hint=row_bytes_hint,
             )
             # With more than one core (the local engine), write on a background thread: reading and merging batch
             # i+1 overlaps writing batch i. A Spark task owns one core (Arrow pinned to one thread): write inline.
@@ -260,8 +278,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
         log_records = combine_log_records(tables, deletes, mcfg, state, gather=spill.gather if spill else None)
         del tables
         merger = SliceMerger(log_records, mcfg)
-        if base is not None:
-            pf = storage.open_parquet(storage.join(base.relative_path))
+        if pf is not None:
             for batch in pf.iter_batches(batch_size=131_072):
                 out().write(merger.merge_batch(conform(batch, schema)))
         inserts = merger.remaining_inserts(schema)
