@@ -171,17 +171,7 @@ def test_spark_executors_use_what_the_driver_resolved_from_its_aws_environment(
     where executors never see the driver's environment): the Spark write, compaction and read still reach the S3
     server, so the driver's resolved settings travel with the tasks."""
     s3 = s3_env
-    env = spark.sparkContext.environment  # the Python workers' environment (spark.executorEnv.*)
-    for k, v in {
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
-        "AWS_ACCESS_KEY_ID": "executor-key",
-        "AWS_SECRET_ACCESS_KEY": "executor-secret",
-        "AWS_REGION": "eu-west-3",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-    }.items():
-        monkeypatch.setitem(env, k, v)
+    _dead_executor_environment(spark, monkeypatch)
     remote_uri = s3.uri("env", "trips")
     local_uri = str(tmp_path / "trips")
     local, local_structure, local_timeline = _flow(local_uri, {}, None)
@@ -269,3 +259,69 @@ spark_config:
     texts += _spark_texts(spark)
     leaked = [text for text in texts if SECRET_KEY in text]
     assert not leaked, "a secret appears in a Dagster run, its event log or Spark's status"
+
+
+def _dead_executor_environment(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python workers of the executors get an AWS environment of their own pointing at a dead endpoint."""
+    env = spark.sparkContext.environment  # the Python workers' environment (spark.executorEnv.*)
+    for k, v in {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "executor-key",
+        "AWS_SECRET_ACCESS_KEY": "executor-secret",
+        "AWS_REGION": "eu-west-3",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    }.items():
+        monkeypatch.setitem(env, k, v)
+
+
+def test_cli_engine_spark_on_s3_from_the_aws_environment(
+    spark, s3_env: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``lake-orch write/compaction run/clean --engine spark`` on an S3 table given by URI only (the driver's
+    ``AWS_*`` environment), executors with an environment of their own: every step runs its tasks on Spark against
+    the S3 server, the output never shows the secret, and hudi-rs reads the rows pandas expects."""
+    import json
+
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    s3 = s3_env
+    _dead_executor_environment(spark, monkeypatch)
+    uri = s3.uri("cli", "trips")
+    base = generate_trips(300, partitions=3, seed=31)
+    upd = generate_updates(base, fraction=0.3, seed=32, ts_offset=10**7)
+    pq.write_table(base, tmp_path / "base.parquet")
+    pq.write_table(upd, tmp_path / "upd.parquet")
+    on_spark = ["--engine", "spark", "--spark-master", "local[2]", "--json"]
+
+    def run(*args: str) -> Any:
+        res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+        out = res.stdout + res.stderr
+        assert res.exit_code == 0, out
+        assert SECRET_KEY not in out
+        return json.loads(res.stdout)
+
+    keys = ["--table-name", "trips", "--record-key", "uuid", "--precombine-field", "ts", "--partition-field", "city"]
+    assert (
+        run("write", uri, "--input", str(tmp_path / "base.parquet"), "--operation", "bulk_insert", *keys, *on_spark)[
+            "inserted"
+        ]
+        == base.num_rows
+    )
+    assert run("write", uri, "--input", str(tmp_path / "upd.parquet"), *on_spark)["updated"] == upd.num_rows
+    opt = ["--option", "hoodie.compact.inline.max.delta.commits=1"]
+    (ran,) = run("compaction", "run", uri, "--schedule", *opt, *on_spark)
+    assert ran["instant"]
+    assert run("write", uri, "--input", str(tmp_path / "upd.parquet"), *on_spark)["updated"] == upd.num_rows
+    cleaned = run("clean", uri, "--option", "hoodie.cleaner.commits.retained=1", *on_spark)
+    assert cleaned["deleted"] >= 1, cleaned
+    expected = {r["uuid"]: r for r in base.to_pylist()}
+    expected.update({r["uuid"]: r for r in upd.to_pylist()})
+    theirs = _hudi_rs(uri, s3.hudi_rs_options)
+    assert dict(zip(theirs.column("uuid").to_pylist(), theirs.column("fare").to_pylist(), strict=True)) == {
+        u: r["fare"] for u, r in expected.items()
+    }
