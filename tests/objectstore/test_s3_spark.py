@@ -13,6 +13,7 @@ pyarrow/obstore (no hadoop-aws jars), with the storage options shipped to them a
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,40 @@ def test_cli_engine_spark_on_s3_from_the_aws_environment(
     assert dict(zip(theirs.column("uuid").to_pylist(), theirs.column("fare").to_pylist(), strict=True)) == {
         u: r["fare"] for u, r in expected.items()
     }
+
+
+def test_options_for_executors_complete_what_the_driver_environment_gives() -> None:
+    """Given options win; the endpoint, region and static keys (with a session token) come from the driver's
+    environment; anonymous access ships no keys; other schemes are left as they are."""
+    from lake_orchestration.io.executor_options import options_for_executors
+
+    env = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_REGION": "eu-west-3",
+        "AWS_ACCESS_KEY_ID": "env-key",
+        "AWS_SECRET_ACCESS_KEY": "env-secret",
+        "AWS_SESSION_TOKEN": "env-token",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    }
+    with pytest.MonkeyPatch.context() as m:
+        for k in [k for k in os.environ if k.startswith("AWS_")]:
+            m.delenv(k)
+        for k, v in env.items():
+            m.setenv(k, v)
+        assert options_for_executors("s3://b/t", {}) == {
+            "endpoint_override": "http://127.0.0.1:9000",
+            "region": "eu-west-3",
+            "access_key": "env-key",
+            "secret_key": "env-secret",
+            "session_token": "env-token",
+        }
+        given = {"endpoint_override": "http://h:1", "region": "us-east-1", "access_key": "k", "secret_key": "s"}
+        assert options_for_executors("s3a://b/t", given) == given
+        assert options_for_executors("s3://b/t", {"anonymous": "true"}) == {
+            "anonymous": "true",
+            "endpoint_override": "http://127.0.0.1:9000",
+            "region": "eu-west-3",
+        }
+        assert options_for_executors("gs://b/t", {"anonymous": "true"}) == {"anonymous": "true"}
+        assert options_for_executors("/tmp/t", {}) == {}
