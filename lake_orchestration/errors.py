@@ -212,6 +212,23 @@ class TableLockedError(LakeOrchestrationError):
         )
 
 
+class TableLockLostError(LakeOrchestrationError):
+    """The table lock this process held was lost while its section ran (its heartbeat was late, e.g. the process was
+    paused past the lock's expiry, and another process took the lock over): the section stops before its next
+    timeline or archive change."""
+
+    def __init__(self, *, path: str, operation: str, since: str, holder: str) -> None:
+        self.path = path
+        self.operation = operation
+        self.since = since
+        self.holder = holder
+        super().__init__(
+            f"The table lock {path} taken by this process for {operation or '?'} at {since} was lost ({holder}): "
+            "another process may be changing the table, so this process stops before its next timeline or archive "
+            "change. Check the timeline, then run the operation again"
+        )
+
+
 class EngineError(LakeOrchestrationError):
     """The execution engine (Spark, local) failed or is unavailable."""
 

@@ -400,7 +400,15 @@ class HudiTable:
         self._create(completed, content)
         return completed
 
+    def check_lock(self) -> None:
+        """Raise :class:`~lake_orchestration.errors.TableLockLostError` if a table lock this thread holds on this
+        table (``table_lock``) was lost meanwhile; nothing without a lock. Called before every timeline file is
+        created and before archive changes."""
+        for guard in list(self.__dict__.get("_lock_guards", {}).values()):
+            guard()
+
     def _create(self, instant: Instant, content: bytes) -> None:
+        self.check_lock()
         path = self.instant_path(instant)
         try:
             self.storage.create_if_absent(path, content)

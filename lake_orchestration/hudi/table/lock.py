@@ -21,14 +21,18 @@ Differences from Java, all on the safe side:
   still ours (Java deletes unconditionally).
 - Reentrant per thread: a service that runs another one in the same thread (``compaction run --schedule``) takes
   the lock once; other threads of the same process wait like other processes.
+- A lock lost while held (the holder was paused past the expiry and another process took it over) stops the
+  section: every timeline file created and every archive change under the lock first calls
+  :meth:`HudiTable.check_lock`, which raises :class:`TableLockLostError` once the heartbeat found the file gone or
+  another's, or, when the heartbeat is late, after reading the lock file itself.
 
 On S3 and GCS the create is a conditional PUT (``If-None-Match: *``, see :meth:`Storage.create_if_absent`): of two
 processes creating the lock at the same instant exactly one succeeds. A storage without atomic creates (a store
 declared with ``conditional_put=false``, HDFS through pyarrow) is refused, as Java refuses this provider on stores
 without atomic creation: use ``InProcessLockProvider`` there, with a single writer. A takeover of a stale lock on an
 object store is a read, compare, delete (no conditional delete): if two processes take over the same stale lock
-within milliseconds, one can delete the lock the other just created; the heartbeat of the one that lost it logs an
-error.
+within milliseconds, one can delete the lock the other just created; the one that lost it logs an error and stops
+before its next timeline change (:class:`TableLockLostError`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import FileAlreadyExistsError, InvalidOptionError, StorageError, TableLockedError
+from lake_orchestration.errors import (
+    FileAlreadyExistsError,
+    InvalidOptionError,
+    StorageError,
+    TableLockedError,
+    TableLockLostError,
+)
 from lake_orchestration.hudi.table.hudi_table import HOODIE_DIR, HudiTable
 from lake_orchestration.io.storage import Storage
 
@@ -311,6 +321,9 @@ class _Held:
         self.pid = os.getpid()
         self.depth = 1
         self.lost = False
+        self.lost_detail = ""
+        self.confirmed = time.monotonic()
+        """When the lock file was last seen to be ours (monotonic s): acquisition or a heartbeat."""
         self._stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
 
@@ -333,8 +346,9 @@ class _Held:
         current = _read(self.storage, self.path, self.cfg)
         if current is None or current.token != self.info.token:
             if not self.lost:
-                self.lost = True
                 holder = "deleted" if current is None else f"now held by {current.owner} ({current.operation})"
+                self.lost_detail = f"the lock file was {holder}"
+                self.lost = True
                 log.error(
                     "Table lock %s of this process (%s) was lost: the file was %s. The section it protects may "
                     "have overlapped with another process; check the timeline",
@@ -347,6 +361,21 @@ class _Held:
             os.utime(self.path, None)
         else:
             self.storage.write_bytes(self.path, self.content)
+        self.confirmed = time.monotonic()
+
+    def ensure_held(self) -> None:
+        """Raise :class:`TableLockLostError` if this lock was lost; called by the holding thread before each change
+        of the timeline or the archive. No request while the heartbeat is on time; when it is late (the process was
+        paused, the heartbeat thread starved), another process may have judged the lock stale: the lock file is
+        read (and refreshed if still ours) before going on."""
+        if not self.cfg.uses_file or threading.get_ident() != self.thread or os.getpid() != self.pid:
+            return
+        if not self.lost and (time.monotonic() - self.confirmed) * 1000 > self.cfg.heartbeat_interval_ms:
+            self.beat()
+        if self.lost:
+            raise TableLockLostError(
+                path=self.info.path, operation=self.info.operation, since=self.info.since, holder=self.lost_detail
+            )
 
     def release(self) -> None:
         self._stop.set()
@@ -579,11 +608,15 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
         time.sleep(max(0.0, min(pause, remaining)))
 
     held = result
-    held.start_heartbeat()
-    table.refresh()  # what the section reads of the timeline must be current as of the lock
+    guards = table.__dict__.setdefault("_lock_guards", {})
     try:
+        held.start_heartbeat()
+        guards[key] = held.ensure_held  # HudiTable.check_lock: timeline and archive changes check the lock first
+        table.refresh()  # what the section reads of the timeline must be current as of the lock
         yield held.info
     finally:
+        if guards.get(key) == held.ensure_held:
+            guards.pop(key, None)
         with _HELD_GUARD:
             _HELD.pop(key, None)
         held.release()

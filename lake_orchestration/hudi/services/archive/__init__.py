@@ -147,6 +147,7 @@ def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, cras
     cleaned: list[str] = []
     if plan and not dry_run:
         records = archive_records(table, plan.files)
+        table.check_lock()  # a lost lock: another archival may be archiving the same instants
         written = write_archive_file(
             table.storage, directory, records, batch=config.archival_batch, listed=archive_files
         )
@@ -225,6 +226,7 @@ def _merge_step(
             crash=crash,
             listed=listed,
             known=known,
+            check=table.check_lock,
         )
     recovered, recovered_deleted = recovery
     if recovered:

@@ -120,7 +120,11 @@ def delete_instant_files(table: HudiTable, files: Sequence[Instant], *, crash: C
     """Delete timeline files: requested/inflight first, then completed ones in ascending time (HUDI-7207).
 
     Missing files count as deleted (a crashed run may have removed them). Returns the names deleted.
+
+    Raises:
+        TableLockLostError: the table lock of this run was lost (nothing deleted).
     """
+    table.check_lock()
     pending = [f for f in files if not f.is_completed]
     completed = sorted((f for f in files if f.is_completed), key=lambda i: str(i.time))
     done = []

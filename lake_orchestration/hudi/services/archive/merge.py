@@ -17,7 +17,7 @@ candidates, and a candidate only if the merged file holds every one of its entri
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
@@ -201,6 +201,7 @@ def merge_small_archive_files(
     crash: CrashHook = _no_crash,
     listed: Sequence[ArchiveFile] | None = None,
     known: Mapping[str, ArchiveFileContent] | None = None,
+    check: Callable[[], None] = lambda: None,
 ) -> MergeResult:
     """Merge the small archive files if there are at least ``min_files`` of them (``listed``: the archive files the
     caller has just listed, under the table lock, not listed again; ``known``: contents it has already read).
@@ -210,8 +211,12 @@ def merge_small_archive_files(
     would put their entries after it in the archive order. Nothing is then deleted that is not in the merged file,
     read back before the candidates are deleted.
 
+    ``check`` runs before the plan is written and before the candidates are deleted (the table lock's
+    :meth:`HudiTable.check_lock`: it raises if the lock was lost meanwhile).
+
     Raises:
         CorruptFileError: The merged file does not read back as written (no candidate is deleted).
+        TableLockLostError: ``check`` found the table lock lost (no candidate is deleted).
     """
     files = list(listed) if listed is not None else list_archive_files(storage, directory)
     candidates = merge_candidates(storage, directory, small_file_limit=small_file_limit, listed=files)
@@ -246,6 +251,7 @@ def merge_small_archive_files(
     )
     plan_path = storage.join(storage.relative(directory), MERGE_ARCHIVE_PLAN_NAME)
     plan_bytes = plan.to_bytes()
+    check()
     try:
         storage.create_if_absent(plan_path, plan_bytes)
     except FileAlreadyExistsError:
@@ -265,6 +271,7 @@ def merge_small_archive_files(
         # never lost)
         log.warning("The merge plan or merged file %s changed under this run: no candidate is deleted", merged_name)
         return MergeResult(candidates=names, merged_file=written.file.name, skipped=skipped)
+    check()  # lost lock: another run may take this plan for a crashed one; keep every candidate (plan recovers)
     deleted = []
     for i, c in enumerate(readable):
         storage.delete_file(c.path, missing_ok=True)

@@ -1,0 +1,152 @@
+"""A table lock lost while held stops its section before the next timeline or archive change.
+
+The holder is a real process paused with SIGSTOP past its lock's expiry (as a long GC pause, a suspended VM or a
+starved heartbeat thread would); this process then takes the stale lock over, as it must, and holds it while the
+paused one resumes. Before the fix the resumed process went on archiving (or scheduling) under a lock it no longer
+held, overlapping the new holder: the very overlap the lock exists to prevent (issue 11 item 5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.write import WriteOptions, write_table
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+
+REPO = Path(__file__).resolve().parents[2]
+# the paused holder's lock expires 2 x 300 ms after its last heartbeat
+HOLDER_LOCK = {
+    "hoodie.write.lock.heartbeat_interval_ms": "300",
+    "hoodie.client.heartbeat.tolerable.misses": "2",
+    "hoodie.write.lock.wait_time_ms": "60000",
+    "hoodie.write.lock.wait_time_ms_between_retry": "50",
+}
+SERVICE_OPTIONS = {
+    "archive": {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4", "hoodie.cleaner.commits.retained": "2"},
+    "compaction schedule": {"hoodie.compact.inline.max.delta.commits": "1"},
+}
+
+_PAUSED_HOLDER = """
+import json, sys, time
+from pathlib import Path
+from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+path, service, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+held, go = Path(sys.argv[4]), Path(sys.argv[5])
+table = HudiTable(path)
+with table_lock(table, operation="paused holder", config=LockConfig.from_options(options)):
+    held.write_text("1")
+    while not go.exists():
+        time.sleep(0.01)
+    if service == "archive":
+        r = run_archive(table, options)
+        print("archived", [i.file_name for i in r.archived_instants])
+    else:
+        r = schedule_compaction(table, config=CompactionConfig.from_options(options))
+        print("scheduled", r.instant)
+"""
+
+
+def _table(tmp_path: Path, commits: int) -> Path:
+    path = tmp_path / "t"
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+    )
+    base = generate_trips(30, partitions=2, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    for i in range(commits - 1):
+        upd = generate_updates(base, fraction=0.2, seed=i, ts_offset=(i + 1) * 10**6)
+        write_table(str(path), upd, operation="upsert", options=opts)
+    return path
+
+
+def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def _state(path: Path) -> tuple[set[str], set[str]]:
+    hoodie = path / ".hoodie"
+    timeline = {p.name for p in hoodie.iterdir() if p.is_file() and p.name[:1].isdigit()}
+    archived = hoodie / "archived"
+    return timeline, ({p.name for p in archived.iterdir()} if archived.exists() else set())
+
+
+@pytest.mark.parametrize("service", ["archive", "compaction schedule"])
+def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path: Path, service: str) -> None:
+    path = _table(tmp_path, commits=8)
+    options = {**SERVICE_OPTIONS[service], **HOLDER_LOCK}
+    held, go = tmp_path / "held", tmp_path / "go"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(_PAUSED_HOLDER),
+            str(path),
+            service,
+            json.dumps(options),
+            str(held),
+            str(go),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(lambda: held.exists() or proc.poll() is not None, "the holder to take the lock")
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGSTOP)
+        taker = LockConfig(wait_time_ms=60_000, retry_wait_ms=50)
+        # waits until the paused holder's lock is stale (600 ms without heartbeat), then takes it over
+        with table_lock(HudiTable(str(path)), operation="taker", config=taker) as info:
+            lock = json.loads((path / ".hoodie" / "lock").read_text())
+            assert lock["lockToken"] == info.token and lock["lockOperation"] == "taker"
+            before = _state(path)
+            os.kill(proc.pid, signal.SIGCONT)
+            go.write_text("1")
+            out, err = proc.communicate(timeout=120)
+            # while this process holds the lock, the resumed holder changed nothing
+            assert _state(path) == before
+            assert json.loads((path / ".hoodie" / "lock").read_text())["lockToken"] == info.token
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, out
+    assert "TableLockLostError" in err and "paused holder" in err and "was lost" in err, err[-3000:]
+    # the service still works once run again under a lock of its own
+    if service == "archive":
+        from lake_orchestration.hudi.services.archive import run_archive
+
+        assert run_archive(HudiTable(str(path)), options).archived_instants
+    else:
+        from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+
+        config = CompactionConfig.from_options(options)
+        assert schedule_compaction(HudiTable(str(path)), config=config).instant is not None
