@@ -23,6 +23,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 from lake_orchestration.config.keys import HoodieKey
@@ -183,8 +184,18 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         except BaseException:
             heartbeat.stop(delete=True)
             raise
+
+    def ensure_ours() -> None:  # a paused attempt taken over stops before writing its next log file
+        if heartbeat.lost or not heartbeat.is_ours():
+            raise InvalidInstantStateError(
+                table.base_uri,
+                instant,
+                f"log compaction {instant} was taken over by another process (this attempt's heartbeat expired); "
+                "this process stops and commits nothing",
+            )
+
     try:
-        md = _execute(table, plan, instant)
+        md = _execute(table, plan, instant, check=ensure_ours)
         with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
             _verify(table, instant, heartbeat, md)
             table.transition_to_completed(req.with_state(State.INFLIGHT), md.to_bytes())
@@ -230,8 +241,11 @@ def _pending(table: HudiTable, instant: str) -> Instant:
     return pending
 
 
-def _execute(table: HudiTable, plan: CompactionPlan, instant: str) -> CommitMetadata:
-    """Write the merged log file of every operation; the commit metadata listing them."""
+def _execute(
+    table: HudiTable, plan: CompactionPlan, instant: str, *, check: Callable[[], None] = lambda: None
+) -> CommitMetadata:
+    """Write the merged log file of every operation (``check`` runs before each: it raises once the attempt is no
+    longer this process's); the commit metadata listing them."""
     schema = with_meta_fields(table.latest_schema() or {"type": "record", "name": "r", "fields": []})
     schema_json = json.dumps(schema, separators=(",", ":"))
     arrow = avro_to_arrow_schema(schema)
@@ -239,6 +253,7 @@ def _execute(table: HudiTable, plan: CompactionPlan, instant: str) -> CommitMeta
     mcfg = merge_config_for(table)
     stats: dict[str, list[WriteStat]] = defaultdict(list)
     for n, op in enumerate(plan.operations or ()):
+        check()
         stats[op.partition_path or ""].append(
             _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow)
         )
