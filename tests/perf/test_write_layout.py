@@ -113,3 +113,52 @@ def test_mor_upsert_log_block_keeps_arrival_order_and_hudi_rs_reads_the_updates(
     fares = dict(zip(theirs.column("uuid").to_pylist(), theirs.column("fare").to_pylist(), strict=True))
     for r in updates.to_pylist():
         assert fares[r["uuid"]] == r["fare"]
+
+
+def test_writes_honour_hoodie_parquet_options_and_skip_the_dictionary_on_the_key(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    options = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "uuid",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.parquet.block.size": "65536",
+        "hoodie.parquet.small.file.limit": "0",
+    }
+    rows = generate_trips(6000, partitions=1, seed=21)
+    write_table(path, rows, operation="bulk_insert", options=WriteOptions.from_hudi_options(options))
+    (fs,) = HudiTable(path).fs_view().latest_file_slices()
+    meta = pq.read_metadata(Path(path) / fs.base_file.relative_path)
+    assert meta.num_row_groups > 1  # closed by hoodie.parquet.block.size, not one group per write
+    names = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+
+    def encodings(name: str) -> set[str]:
+        col = meta.row_group(0).column(names.index(name))
+        return set(col.encodings)
+
+    for unique in ("uuid", "_hoodie_record_key", "_hoodie_commit_seqno"):
+        assert not encodings(unique) & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}, unique
+    assert encodings("rider") & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    assert sorted(hudi_rs_snapshot(path).column("uuid").to_pylist()) == sorted(rows.column("uuid").to_pylist())
+
+
+def test_an_invalid_hoodie_parquet_option_fails_before_any_instant(tmp_path: Path) -> None:
+    from lake_orchestration.errors import InvalidOptionError
+
+    path = str(tmp_path / "t")
+    good = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "uuid",
+        "hoodie.datasource.write.partitionpath.field": "city",
+    }
+    rows = generate_trips(100, partitions=1, seed=22)
+    write_table(path, rows, operation="bulk_insert", options=WriteOptions.from_hudi_options(good))
+    before = sorted(p.name for p in (Path(path) / ".hoodie").iterdir())
+    bad = WriteOptions.from_hudi_options({**good, "hoodie.parquet.page.size": "big"})
+    try:
+        write_table(path, rows, operation="upsert", options=bad)
+    except InvalidOptionError as err:
+        assert "hoodie.parquet.page.size" in str(err) and "big" in str(err)
+    else:
+        raise AssertionError("no error for hoodie.parquet.page.size=big")
+    assert sorted(p.name for p in (Path(path) / ".hoodie").iterdir()) == before

@@ -40,7 +40,7 @@ from lake_orchestration.hudi.model.schema import (
     RECORD_KEY,
     avro_to_arrow_schema,
 )
-from lake_orchestration.hudi.write.base_file import constant_strings, seqnos, write_base_file
+from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings, seqnos, write_base_file
 from lake_orchestration.hudi.write.records import OP_COLUMN
 from lake_orchestration.io.storage import Storage
 
@@ -71,6 +71,14 @@ class FileGroupWriteContext:
     stage_id: int = 1
     attempt_id: int = 0
     compression: str = "gzip"
+    parquet_block_size: int = 120 * 1024 * 1024
+    """``hoodie.parquet.block.size``: compressed bytes per row group of a new base file."""
+    parquet_page_size: int = 1024 * 1024
+    """``hoodie.parquet.page.size``."""
+    parquet_dictionary_enabled: bool = True
+    """``hoodie.parquet.dictionary.enabled``."""
+    unique_columns: tuple[str, ...] = ()
+    """Data columns unique by construction (a single record key field): written without a dictionary."""
     max_rows_per_file: int = 1_000_000
     partition_depth: int = 0
     """Unused: ``.hoodie_partition_metadata`` takes the depth from the partition path (see
@@ -161,6 +169,8 @@ def _create(
             avro_schema=avro,
             arrow_schema=schema,
             compression=ctx.compression,
+            config=_parquet_config(ctx),
+            unique_columns=tuple(ctx.unique_columns),
         )
         stats.append(
             WriteStat(
@@ -176,6 +186,15 @@ def _create(
             )
         )
     return stats
+
+
+def _parquet_config(ctx: FileGroupWriteContext) -> ParquetWriteConfig:
+    return ParquetWriteConfig(
+        compression=ctx.compression.lower(),
+        block_size=ctx.parquet_block_size,
+        page_size=ctx.parquet_page_size,
+        dictionary_enabled=ctx.parquet_dictionary_enabled,
+    )
 
 
 def _sorted_by_key(rows: pa.Table) -> bool:
@@ -326,6 +345,8 @@ def _merge(
         avro_schema=avro,
         arrow_schema=schema,
         compression=ctx.compression,
+        config=_parquet_config(ctx),
+        unique_columns=tuple(ctx.unique_columns),
         preserve_commit_metadata=True,
     )
     n_deleted = int((ops[pos[hit]] == "D").sum())

@@ -45,7 +45,7 @@ from lake_orchestration.hudi.model.schema import (
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write.base_file import constant_strings
+from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
 from lake_orchestration.hudi.write.file_group_writer import (
     MARKERS_DIR,
     FileGroupWriteContext,
@@ -294,6 +294,8 @@ def write_table(
     """
     op = WriteOperation(operation)
     options = options or WriteOptions()
+    # hoodie.parquet.* checked before anything is created or written
+    parquet = ParquetWriteConfig.from_options(options.options, service="write", compression=options.compression)
     if not isinstance(data, pa.Table):
         data = data.toArrow()  # a Spark DataFrame
     table = _open_or_create(base_uri, data.schema, options, storage_options)
@@ -335,7 +337,7 @@ def write_table(
     try:
         groups = _group(records)
         inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
-        tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro)
+        tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro, parquet)
         t_write = time.monotonic()
         if spark is not None:
             from lake_orchestration.hudi.write.spark_tasks import run_tasks_on_spark
@@ -593,6 +595,7 @@ def _tasks(
     op: WriteOperation,
     options: WriteOptions,
     full_avro: dict[str, Any],
+    parquet: ParquetWriteConfig,
 ) -> list[tuple[FileGroupWriteContext, pa.Table]]:
     schema_json = json.dumps(full_avro, separators=(",", ":"))
     base = FileGroupWriteContext(
@@ -607,6 +610,11 @@ def _tasks(
         merge_semantics=cfg.merge_semantics.value,
         operation=op.name,
         compression=options.compression,
+        parquet_block_size=parquet.block_size,
+        parquet_page_size=parquet.page_size,
+        parquet_dictionary_enabled=parquet.dictionary_enabled,
+        # a single key field is unique like _hoodie_record_key: no dictionary (parquet-mr would fall back anyway)
+        unique_columns=tuple(cfg.record_key_fields) if len(cfg.record_key_fields) == 1 else (),
         max_rows_per_file=options.max_rows_per_file,
         partition_depth=len(cfg.partition_fields),
     )
