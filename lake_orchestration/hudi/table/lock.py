@@ -466,7 +466,13 @@ def _create_lock_file(storage: Storage, path: str, content: bytes) -> None:
     if not storage.is_local:
         storage.create_if_absent(path, content)
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as err:  # a file in the way, an unwritable place: never taken for a held lock
+        raise StorageError(
+            f"Cannot create the folder of the lock file ({err}); check {HoodieKey.LOCK_FILESYSTEM_PATH.key}",
+            path=storage.uri(path),
+        ) from err
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError as err:
