@@ -57,6 +57,15 @@ def in_progress_error(table: HudiTable, liveness: AttemptLiveness, what: str = "
     )
 
 
+def taken_over_error(table: HudiTable, instant: str, what: str = "compaction") -> InvalidInstantStateError:
+    return InvalidInstantStateError(
+        table.base_uri,
+        instant,
+        f"{what} {instant} was taken over by another process (this attempt's heartbeat expired); this process stops "
+        "and commits nothing",
+    )
+
+
 class CompactionAttempt:
     """This process's attempt at compaction ``instant``."""
 
@@ -116,12 +125,7 @@ class CompactionAttempt:
             InvalidInstantStateError: the heartbeat is gone or holds another attempt's token.
         """
         if self.heartbeat.lost or not self.heartbeat.is_ours():
-            raise InvalidInstantStateError(
-                self.table.base_uri,
-                self.instant,
-                f"compaction {self.instant} was taken over by another process (this attempt's heartbeat expired); "
-                "this process stops and commits nothing",
-            )
+            raise taken_over_error(self.table, self.instant)
 
     def run_local(self, tasks: list[OperationTask]) -> list[WriteStat]:
         """Run the tasks in this process, one after the other, checking before each that the attempt is ours."""

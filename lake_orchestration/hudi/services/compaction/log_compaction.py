@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, InvalidInstantStateError
+from lake_orchestration.errors import InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
 from lake_orchestration.hudi.log.scanner import scan_blocks
@@ -37,6 +37,7 @@ from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPl
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
+from lake_orchestration.hudi.services.compaction.attempt import in_progress_error, taken_over_error
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.executor import compactor_instant_filter
 from lake_orchestration.hudi.services.compaction.planner import (
@@ -162,13 +163,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
                 tolerable_misses=cfg.heartbeat_tolerable_misses,
             )
             if liveness.alive:
-                raise InstantInProgressError(
-                    table.base_uri,
-                    instant,
-                    f"log compaction {instant} is being executed by another process: {liveness.describe()} "
-                    f"({HoodieKey.HEARTBEAT_INTERVAL_MS.key} x {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key} = "
-                    f"{liveness.expiry_ms} ms); it is rolled back and re-executed only once the heartbeat expired",
-                )
+                raise in_progress_error(table, liveness, "log compaction")
             # The crashed attempt's log files hold blocks of this instant: once it completes they would be read as
             # well (records twice, files missing from the commit metadata). They are deleted first.
             log.warning(
@@ -187,12 +182,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
 
     def ensure_ours() -> None:  # a paused attempt taken over stops before writing its next log file
         if heartbeat.lost or not heartbeat.is_ours():
-            raise InvalidInstantStateError(
-                table.base_uri,
-                instant,
-                f"log compaction {instant} was taken over by another process (this attempt's heartbeat expired); "
-                "this process stops and commits nothing",
-            )
+            raise taken_over_error(table, instant, "log compaction")
 
     try:
         md = _execute(table, plan, instant, check=ensure_ours)

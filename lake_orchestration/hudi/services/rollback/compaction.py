@@ -159,14 +159,7 @@ def rollback_inflight_compaction(
         if dry_run
         else table_lock(table, operation=f"rollback of compaction {instant}", config=LockConfig.from_options(options))
     ):
-        liveness = attempt_liveness(table.storage, instant, interval_ms=interval_ms, tolerable_misses=misses)
-        if liveness.alive:
-            raise InstantInProgressError(
-                table.base_uri,
-                instant,
-                f"compaction {instant} is being executed by another process: {liveness.describe()}; it is rolled "
-                "back only once the heartbeat expired",
-            )
+        _refuse_live_attempt(table, instant, "compaction", interval_ms=interval_ms, misses=misses)
         return _rollback_inflight_plan(table, instant, Action.COMPACTION, dry_run=dry_run, options=options)
 
 
@@ -198,17 +191,27 @@ def rollback_inflight_log_compaction(
     with nullcontext() if dry_run else table_lock(table, operation=what, config=LockConfig.from_options(options)):
         if check_liveness:
             inflight = table.instant_path(Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT))
-            liveness = attempt_liveness(
-                table.storage, instant, inflight_path=inflight, interval_ms=interval_ms, tolerable_misses=misses
+            _refuse_live_attempt(
+                table, instant, "log compaction", interval_ms=interval_ms, misses=misses, inflight_path=inflight
             )
-            if liveness.alive:
-                raise InstantInProgressError(
-                    table.base_uri,
-                    instant,
-                    f"log compaction {instant} is being executed by another process: {liveness.describe()}; it is "
-                    "rolled back only once the heartbeat expired",
-                )
         return _rollback_inflight_plan(table, instant, Action.LOG_COMPACTION, dry_run=dry_run, options=options)
+
+
+def _refuse_live_attempt(
+    table: HudiTable, instant: str, what: str, *, interval_ms: int, misses: int, inflight_path: str | None = None
+) -> None:
+    """Raise :class:`InstantInProgressError` if the attempt executing ``instant`` is live (see
+    :func:`attempt_liveness`)."""
+    liveness = attempt_liveness(
+        table.storage, instant, inflight_path=inflight_path, interval_ms=interval_ms, tolerable_misses=misses
+    )
+    if liveness.alive:
+        raise InstantInProgressError(
+            table.base_uri,
+            instant,
+            f"{what} {instant} is being executed by another process: {liveness.describe()}; it is rolled back only "
+            "once the heartbeat expired",
+        )
 
 
 def _rollback_inflight_plan(
