@@ -100,6 +100,13 @@ def test_row_groups_sized_by_block_size_rows_and_footer_kept(small_table: Path, 
     pf1 = _compact(one, CompactionConfig())
     assert pf1.metadata.num_row_groups == 1  # 120,000 rows: far below 120 MiB
     assert_same_rows(hudi_rs_snapshot(one), before, ignore=REWRITTEN_BY_SERVICES)
+    # the Parquet schema is the one pyarrow writes for the plain Arrow schema (_hoodie_file_name: BYTE_ARRAY UTF8)
+    data = pf.read()
+    assert data.schema.field("_hoodie_file_name").type == pa.string()
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, version="1.0", store_schema=False)
+    assert pf.schema.equals(pq.read_metadata(pa.BufferReader(sink.getvalue())).schema)
+    assert pf.schema.equals(pf1.schema)
     kv, kv1 = md.metadata, pf1.metadata.metadata
     assert set(kv) == FOOTER_KEYS == set(kv1)  # Java's keys only (no ARROW:schema)
     assert kv == kv1
@@ -112,6 +119,19 @@ def test_row_groups_sized_by_block_size_rows_and_footer_kept(small_table: Path, 
         kv[b"org.apache.hudi.bloomfilter"].decode(), kv[b"hoodie_bloom_filter_type_code"].decode()
     )
     assert bloom.might_contain_all(keys).all()
+
+
+def test_row_groups_with_spilled_log_side(small_table: Path, tmp_path: Path) -> None:
+    """Spilling (hoodie.memory.compaction.max.size) with buffered row groups: the buffered rows read from the
+    memory-mapped spill files are written before the spill files go; rows as hudi-rs read them before."""
+    path = _copy(small_table, tmp_path / "t")
+    before = hudi_rs_snapshot(path)
+    cfg = CompactionConfig.from_options(
+        {"hoodie.parquet.block.size": "400000", "hoodie.memory.compaction.max.size": "2048"}
+    )
+    md = _compact(path, cfg).metadata
+    assert md.num_rows == 120_000 and md.num_row_groups >= 4
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
 
 
 def test_default_block_size_writes_one_row_group_per_1m_row_file_group(tmp_path: Path) -> None:

@@ -197,8 +197,23 @@ class BaseFileWriter:
         self._row_bytes = row_bytes_hint if row_bytes_hint and row_bytes_hint > 0 else None
         self._row_groups = 0
         self._sink = storage.open_output_stream(self.path)
-        self._start = self._sink.tell()
-        self._writer = pq.ParquetWriter(self._sink, arrow_schema, **self._props)
+        self._start = self._tell()
+        # _hoodie_file_name is one value per file: buffered and written as a dictionary array (same Parquet column,
+        # BYTE_ARRAY UTF8, dictionary-encoded as before; no string per row in memory, no hashing when encoding)
+        self._name_dict = pa.array([self.base_file.name], pa.string())
+        self._arrow_schema = arrow_schema
+        i = arrow_schema.get_field_index(FILE_NAME)
+        if i >= 0 and arrow_schema.field(i).type == pa.string():
+            f = arrow_schema.field(i)
+            self._arrow_schema = arrow_schema.set(i, f.with_type(pa.dictionary(pa.int32(), pa.string())))
+        self._writer = pq.ParquetWriter(self._sink, self._arrow_schema, **self._props)
+
+    def _tell(self) -> int | None:
+        """Bytes written to the sink so far (None when the stream cannot tell: sizes stay estimated)."""
+        try:
+            return self._sink.tell()
+        except (OSError, NotImplementedError):
+            return None
 
     @staticmethod
     def _writer_properties(cfg: ParquetWriteConfig, schema: pa.Schema, unique: tuple[str, ...]) -> dict[str, Any]:
@@ -234,7 +249,9 @@ class BaseFileWriter:
         names = table.schema.names
         for f in self.schema:
             if f.name == FILE_NAME:
-                cols[f.name] = constant_strings(self.base_file.name, n)
+                ids = pa.array(np.zeros(n, dtype=np.int32))
+                name = pa.DictionaryArray.from_arrays(ids, self._name_dict)
+                cols[f.name] = name if self._arrow_schema.field(f.name).type == name.type else name.dictionary_decode()
             elif f.name in (COMMIT_TIME, COMMIT_SEQNO) and not (self.preserve and f.name in names):
                 cols[f.name] = (
                     constant_strings(self.instant, n)
@@ -246,7 +263,7 @@ class BaseFileWriter:
                 cols[f.name] = col.cast(f.type) if col.type != f.type else col
             else:
                 cols[f.name] = pa.nulls(n, f.type)
-        out = pa.table(cols, schema=self.schema)
+        out = pa.table(cols, schema=self._arrow_schema)
         if RECORD_KEY in out.column_names:
             keys = out.column(RECORD_KEY).combine_chunks()
             mm = java_min_max(keys)
@@ -280,7 +297,7 @@ class BaseFileWriter:
         """Compressed bytes per row of a sample of the buffered rows, encoded with this file's settings."""
         sample = pa.concat_tables(self._buffer).slice(0, _SAMPLE_ROWS)
         sink = pa.BufferOutputStream()
-        w = pq.ParquetWriter(sink, self.schema, **self._props)
+        w = pq.ParquetWriter(sink, self._arrow_schema, **self._props)
         w.write_table(sample, row_group_size=sample.num_rows)
         w.close()
         return max(1.0, sink.getvalue().size / sample.num_rows)
@@ -298,7 +315,8 @@ class BaseFileWriter:
         self._buffer = [rest] if rest.num_rows else []
         self._buffered_rows = rest.num_rows
         self._buffered_bytes = rest.nbytes if rest.num_rows else 0
-        written = self._sink.tell() - self._start
+        pos = self._tell()
+        written = pos - self._start if pos is not None and self._start is not None else 0
         if written > 0:
             self._row_bytes = max(1.0, written / self._written_rows)
 
