@@ -7,30 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from lake_orchestration.datagen import generate_trips
 from lake_orchestration.errors import StorageError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.write import WriteOptions, write_table
-
-
-def _table(tmp_path: Path) -> Path:
-    path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.COPY_ON_WRITE,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
-    write_table(str(path), generate_trips(10, partitions=1, seed=1), operation="bulk_insert", options=opts)
-    return path
+from tests.safety.test_table_lock import _table
 
 
 @pytest.mark.parametrize("where", ["file/sub", "file"])
 def test_lock_path_under_a_file_is_a_storage_error_naming_the_lock_file(tmp_path: Path, where: str) -> None:
-    path = _table(tmp_path)
+    path = _table(tmp_path, commits=1, table_type=TableType.COPY_ON_WRITE)
     (tmp_path / "file").write_text("not a folder")
     lock_dir = tmp_path / where
     before = sorted(p.name for p in (path / ".hoodie").iterdir())

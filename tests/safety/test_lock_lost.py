@@ -14,17 +14,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lake_orchestration.datagen import generate_trips, generate_updates
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.safety.test_table_lock import _table, _wait_for
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
 
@@ -62,31 +58,6 @@ with table_lock(table, operation="paused holder", config=LockConfig.from_options
         r = schedule_compaction(table, config=CompactionConfig.from_options(options))
         print("scheduled", r.instant)
 """
-
-
-def _table(tmp_path: Path, commits: int) -> Path:
-    path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
-    base = generate_trips(30, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(commits - 1):
-        upd = generate_updates(base, fraction=0.2, seed=i, ts_offset=(i + 1) * 10**6)
-        write_table(str(path), upd, operation="upsert", options=opts)
-    return path
-
-
-def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def _state(path: Path) -> tuple[set[str], set[str]]:
