@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
+from lake_orchestration.hudi.services.archive import merge_archive_files, run_archive
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.archived_timeline import MERGE_ARCHIVE_PLAN_NAME
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from tests.safety.test_table_lock import _table, _wait_for
 
@@ -35,12 +38,13 @@ HOLDER_LOCK = {
 SERVICE_OPTIONS = {
     "archive": {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4", "hoodie.cleaner.commits.retained": "2"},
     "compaction schedule": {"hoodie.compact.inline.max.delta.commits": "1"},
+    "archive merge": {"hoodie.archive.merge.enable": "true", "hoodie.archive.merge.files.batch.size": "2"},
 }
 
 _PAUSED_HOLDER = """
 import json, sys, time
 from pathlib import Path
-from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive import merge_archive_files, run_archive
 from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
@@ -54,6 +58,8 @@ with table_lock(table, operation="paused holder", config=LockConfig.from_options
     if service == "archive":
         r = run_archive(table, options)
         print("archived", [i.file_name for i in r.archived_instants])
+    elif service == "archive merge":
+        print("merge", merge_archive_files(table, options))
     else:
         r = schedule_compaction(table, config=CompactionConfig.from_options(options))
         print("scheduled", r.instant)
@@ -67,9 +73,23 @@ def _state(path: Path) -> tuple[set[str], set[str]]:
     return timeline, ({p.name for p in archived.iterdir()} if archived.exists() else set())
 
 
-@pytest.mark.parametrize("service", ["archive", "compaction schedule"])
+def _live_merge_plan(path: Path) -> None:
+    """The new holder's merge, between writing its plan and its merged file (the plan is live, not crashed)."""
+    archived = sorted(p for p in (path / ".hoodie" / "archived").iterdir() if p.name.startswith(".commits_"))
+    assert len(archived) == 2
+    plan = MergeArchiveFilePlan(
+        candidate=tuple(f"file:{p}" for p in reversed(archived)), merged_archive_file_name=".commits_.archive.3_1-0-1"
+    )
+    (path / ".hoodie" / "archived" / MERGE_ARCHIVE_PLAN_NAME).write_bytes(plan.to_bytes())
+
+
+@pytest.mark.parametrize("service", ["archive", "compaction schedule", "archive merge"])
 def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path: Path, service: str) -> None:
-    path = _table(tmp_path, commits=8)
+    path = _table(tmp_path, commits=10 if service == "archive merge" else 8)
+    if service == "archive merge":  # two small archive files
+        for keep in (6, 4):
+            keep_opts = {"hoodie.keep.min.commits": str(keep), "hoodie.keep.max.commits": str(keep + 1)}
+            assert run_archive(HudiTable(str(path)), {**keep_opts, "hoodie.cleaner.commits.retained": "2"}).archive_file
     options = {**SERVICE_OPTIONS[service], **HOLDER_LOCK}
     held, go = tmp_path / "held", tmp_path / "go"
     proc = subprocess.Popen(
@@ -97,6 +117,8 @@ def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path
         with table_lock(HudiTable(str(path)), operation="taker", config=taker) as info:
             lock = json.loads((path / ".hoodie" / "lock").read_text())
             assert lock["lockToken"] == info.token and lock["lockOperation"] == "taker"
+            if service == "archive merge":
+                _live_merge_plan(path)
             before = _state(path)
             os.kill(proc.pid, signal.SIGCONT)
             go.write_text("1")
@@ -113,9 +135,10 @@ def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path
     assert "TableLockLostError" in err and "paused holder" in err and "was lost" in err, err[-3000:]
     # the service still works once run again under a lock of its own
     if service == "archive":
-        from lake_orchestration.hudi.services.archive import run_archive
-
         assert run_archive(HudiTable(str(path)), options).archived_instants
+    elif service == "archive merge":  # the plan the taker left is resolved, then the files merged
+        merged = merge_archive_files(HudiTable(str(path)), options)
+        assert merged.recovered == "reverted" and merged.merged_file, merged
     else:
         from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
 

@@ -130,7 +130,11 @@ def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, cras
     # 1. A merge cut short by a crash is completed or undone first (Java: only with merge enabled; a left-over
     #    plan is resolved here regardless, so turning the option off never strands one).
     recovered, recovered_deleted = recover_merge(
-        table.storage, directory, dry_run=dry_run, plan_listed=any(f.name == MERGE_ARCHIVE_PLAN_NAME for f in entries)
+        table.storage,
+        directory,
+        dry_run=dry_run,
+        plan_listed=any(f.name == MERGE_ARCHIVE_PLAN_NAME for f in entries),
+        check=table.check_lock,
     )
     archive_files = list_archive_files(table.storage, directory) if recovered else archive_files_in(entries)
     # 2. Deletions a crashed archival run did not finish.
@@ -197,7 +201,7 @@ def merge_archive_files(
     config.validate()
     directory = archive_dir(table.storage, table.config.archivelog_folder)
     with nullcontext() if dry_run else table_lock(table, operation="archive merge", config=config.lock):
-        recovery = recover_merge(table.storage, directory, dry_run=dry_run)
+        recovery = recover_merge(table.storage, directory, dry_run=dry_run, check=table.check_lock)
         return _merge_step(table, config, directory, recovery, dry_run=dry_run)
 
 

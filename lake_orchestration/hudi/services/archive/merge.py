@@ -93,7 +93,12 @@ def _keys(content: ArchiveFileContent) -> set[tuple[str, str, int]]:
 
 
 def recover_merge(
-    storage: Storage, directory: str, *, dry_run: bool = False, plan_listed: bool | None = None
+    storage: Storage,
+    directory: str,
+    *,
+    dry_run: bool = False,
+    plan_listed: bool | None = None,
+    check: Callable[[], None] = lambda: None,
 ) -> tuple[str | None, list[str]]:
     """Finish or undo a merge a crashed run left behind (its plan file still exists).
 
@@ -103,6 +108,8 @@ def recover_merge(
     not). The table lock keeps another process's live merge from being taken for a crashed one.
 
     ``plan_listed``: whether a listing of ``directory`` the caller has just made shows the plan (None: check).
+    ``check`` runs before anything is deleted (the table lock's :meth:`HudiTable.check_lock`: a run whose lock was
+    lost must not take another run's live plan for a crashed one).
 
     Returns:
         ``(outcome, deleted file names)``; outcome None if there was no plan.
@@ -110,6 +117,8 @@ def recover_merge(
     plan_path = storage.join(storage.relative(directory), MERGE_ARCHIVE_PLAN_NAME)
     if not (plan_listed if plan_listed is not None else storage.exists(plan_path)):
         return None, []
+    if not dry_run:
+        check()
     try:
         plan = MergeArchiveFilePlan.from_bytes(storage.read_bytes(plan_path), path=storage.uri(plan_path))
     except CorruptFileError as err:
