@@ -357,6 +357,15 @@ def _make_filesystem(uri: str, options: dict[str, str]) -> tuple[pafs.FileSystem
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         path = parsed.path if scheme == "file" else uri
         return pafs.LocalFileSystem(), os.path.abspath(path)
+    if parsed.password is not None or (scheme in S3_SCHEMES + GCS_SCHEMES and "@" in parsed.netloc):
+        # s3://KEY:SECRET@bucket/... : a secret on the command line and in every message naming the table
+        host = parsed.netloc.rpartition("@")[2]
+        raise StorageError(
+            "Credentials in the URI are refused (they would show in shell history, ps output, logs and error "
+            "messages): give the URI without them and put the credentials in the standard AWS environment "
+            "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or in a storage options file",
+            path=f"{parsed.scheme}://***@{host}{parsed.path}",
+        )
     conditional_put_mode(options, uri=uri)  # a bad value fails here, before anything is written
     fs_options = {k: v for k, v in options.items() if k not in PROJECT_OPTIONS}
     try:
