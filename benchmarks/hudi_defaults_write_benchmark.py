@@ -10,11 +10,13 @@ input file), and an update file with ``--update-fraction`` of them (same keys, n
   otherwise, given as ``hoodie.parquet.compression.codec``);
 * its floor: a fresh Python process in which pyarrow reads the input file and writes it to one parquet file with
   the same codec and pyarrow's defaults (no keys, no meta columns, no sort, no Hudi footer);
+* its floor at Java's level: the same with the compression level parquet-mr uses by default (gzip 6, zstd 3;
+  Arrow's defaults are 9 and 1), which the project's base-file writer uses too: the ratio to it compares equal work;
 * upsert: ``lake-orch write TABLE --input UPDATES --operation upsert`` into that table (one log file per file
   group: the index reads the key column of the base files the footers do not rule out, the updates are encoded as
   Avro log blocks);
 * its floor: a fresh process that reads the ``_hoodie_record_key`` column of every base file of the table and the
-  update file, and writes the updated rows to a parquet file with the codec.
+  update file, and writes the updated rows to a parquet file with the codec (and again at Java's level).
 
 Figures: wall seconds, CPU seconds of the child (user + system from ``resource.getrusage(RUSAGE_CHILDREN)``
 before and after; pyarrow may use a second core), rows per CPU second, the ratio to the floor in CPU and in wall
@@ -49,19 +51,21 @@ pq.write_table(base, base_path, compression=codec)
 pq.write_table(generate_updates(base, fraction=float(fraction), seed=2), upd_path, compression=codec)
 """
 
+JAVA_LEVEL = {"gzip": 6, "zstd": 3}  # parquet-mr's default levels (zlib's 6, ZstandardCodec's 3); Arrow: 9 and 1
+
 _BULK_FLOOR = r"""
 import sys
 import pyarrow.parquet as pq
-src, out, codec = sys.argv[1:4]
-pq.write_table(pq.read_table(src), out, compression=codec)
+src, out, codec, level = sys.argv[1:5]
+pq.write_table(pq.read_table(src), out, compression=codec, compression_level=int(level) if level else None)
 """
 
 _UPSERT_FLOOR = r"""
 import sys
 import pyarrow.parquet as pq
-src, out, codec = sys.argv[1:4]
-keys = sum(pq.read_table(f, columns=["_hoodie_record_key"]).num_rows for f in sys.argv[4:])
-pq.write_table(pq.read_table(src), out, compression=codec)
+src, out, codec, level = sys.argv[1:5]
+keys = sum(pq.read_table(f, columns=["_hoodie_record_key"]).num_rows for f in sys.argv[5:])
+pq.write_table(pq.read_table(src), out, compression=codec, compression_level=int(level) if level else None)
 """
 
 
@@ -165,46 +169,49 @@ def main() -> None:
                 ],
                 check=True,
             )
-            runs: dict[str, list[dict]] = {k: [] for k in ("bulk_insert", "bulk floor", "upsert", "upsert floor")}
+            runs: dict[str, list[dict]] = {
+                k: [] for k in ("bulk floor", "bulk floor L", "bulk_insert", "upsert floor", "upsert floor L", "upsert")
+            }
+            java = str(JAVA_LEVEL.get(codec, ""))
             n_upd = 0
             for r in range(args.repeat):
                 table = root / f"t.{codec}.{r}"
-                runs["bulk floor"].append(
-                    run_child([sys.executable, "-c", _BULK_FLOOR, str(base), str(root / "floor.parquet"), codec])
-                )
-                res = run_child(write_cmd(table, base, "bulk_insert", codec, create=True))
-                runs["bulk_insert"].append(res)
+                out = str(root / "floor.parquet")
+                runs["bulk floor"].append(run_child([sys.executable, "-c", _BULK_FLOOR, str(base), out, codec, ""]))
+                runs["bulk floor L"].append(run_child([sys.executable, "-c", _BULK_FLOOR, str(base), out, codec, java]))
+                runs["bulk_insert"].append(run_child(write_cmd(table, base, "bulk_insert", codec, create=True)))
                 files = base_files(table)
-                runs["upsert floor"].append(
-                    run_child(
-                        [sys.executable, "-c", _UPSERT_FLOOR, str(upd), str(root / "floor.parquet"), codec, *files]
-                    )
-                )
+                for key, level in (("upsert floor", ""), ("upsert floor L", java)):
+                    argv = [sys.executable, "-c", _UPSERT_FLOOR, str(upd), out, codec, level, *files]
+                    runs[key].append(run_child(argv))
                 res = run_child(write_cmd(table, upd, "upsert", codec, create=False))
                 n_upd = json.loads(res["stdout"])["updated"]
                 runs["upsert"].append(res)
                 for k, v in runs.items():
                     print(
-                        f"  run {r + 1} {codec:<6} {k:<13} wall {v[-1]['wall']:6.2f} s  cpu {v[-1]['cpu']:6.2f} s"
+                        f"  run {r + 1} {codec:<6} {k:<15} wall {v[-1]['wall']:6.2f} s  cpu {v[-1]['cpu']:6.2f} s"
                         f"  (others used {v[-1]['others']:5.1f} cpu-s meanwhile)"
                     )
                 if r + 1 < args.repeat:
                     shutil.rmtree(table)
             best = {k: {m: min(x[m] for x in v) for m in ("wall", "cpu")} for k, v in runs.items()}
-            print(f"\n{codec}: best of {args.repeat} (base files: {len(files)})")
+            print(f"\n{codec}: best of {args.repeat} (base files: {len(files)}; L = at Java's level {java or '-'})")
             print(
-                f"{'step':<14}{'rows':>11}{'wall s':>9}{'cpu s':>9}{'rows/cpu-s':>13}{'x floor cpu':>13}"
-                f"{'x floor wall':>14}"
+                f"{'step':<16}{'rows':>11}{'wall s':>9}{'cpu s':>9}{'rows/cpu-s':>13}"
+                f"{'x floor cpu':>13}{'x floor wall':>14}{'x floor L cpu':>15}"
             )
-            for step, floor, rows in (("bulk_insert", "bulk floor", args.rows), ("upsert", "upsert floor", n_upd)):
-                for k in (step, floor):
+            for step, rows in (("bulk_insert", args.rows), ("upsert", n_upd)):
+                prefix = "bulk" if step == "bulk_insert" else "upsert"
+                floor, floor_l = best[f"{prefix} floor"], best[f"{prefix} floor L"]
+                for k in (step, f"{prefix} floor", f"{prefix} floor L"):
                     b = best[k]
-                    ratio = (
-                        f"{b['cpu'] / best[floor]['cpu']:>13.2f}{b['wall'] / best[floor]['wall']:>14.2f}"
-                        if k == step
-                        else ""
-                    )
-                    print(f"{k:<14}{rows:>11,}{b['wall']:>9.2f}{b['cpu']:>9.2f}{rows / b['cpu']:>13,.0f}{ratio}")
+                    ratio = ""
+                    if k == step:
+                        ratio = (
+                            f"{b['cpu'] / floor['cpu']:>13.2f}{b['wall'] / floor['wall']:>14.2f}"
+                            f"{b['cpu'] / floor_l['cpu']:>15.2f}"
+                        )
+                    print(f"{k:<16}{rows:>11,}{b['wall']:>9.2f}{b['cpu']:>9.2f}{rows / b['cpu']:>13,.0f}{ratio}")
             if args.profile:
                 table = root / f"t.{codec}.profile"
                 profile(table, base, "bulk_insert", codec, create=True, out=root / "bulk.prof")
