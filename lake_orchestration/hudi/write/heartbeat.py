@@ -7,6 +7,7 @@ roll the instant back.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -155,6 +156,24 @@ class Heartbeat:
     def _beat(self) -> None:
         self.storage.write_bytes(heartbeat_path(self.storage, self.instant), self.content)
 
+    def _refresh(self) -> None:
+        """A beat after the first. A local heartbeat with content only gets its modification time refreshed:
+        rewriting it truncates the file first, and an :meth:`is_ours` in between (this attempt's own check before a
+        task or its commit) would read it empty and judge the attempt taken over. An object store's PUT replaces the
+        object atomically."""
+        if self.content and self.storage.is_local:
+            try:
+                os.utime(heartbeat_path(self.storage, self.instant), None)
+            except FileNotFoundError:
+                self.lost = True  # deleted since the check: rolled back by another process
+            except OSError as err:
+                raise StorageError(
+                    f"Cannot refresh heartbeat ({err})",
+                    path=self.storage.uri(heartbeat_path(self.storage, self.instant)),
+                ) from err
+            return
+        self._beat()
+
     def is_ours(self) -> bool:
         """True if the heartbeat file exists and holds this attempt's content (always True without content)."""
         if not self.content:
@@ -173,7 +192,9 @@ class Heartbeat:
                 if not self.is_ours():  # rolled back or taken over by another process: never write over it
                     self.lost = True
                     return
-                self._beat()
+                self._refresh()
+                if self.lost:
+                    return
             except StorageError:  # a transient storage error must not end the beating: the next beat retries
                 continue
 
