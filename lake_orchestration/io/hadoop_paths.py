@@ -59,6 +59,12 @@ def storage_path_of(storage: Storage, full: str) -> str | None:
         candidates = [path]
     base = storage.base_path.rstrip("/") + "/"
     for c in candidates:
-        if c.startswith(base) and len(c) > len(base):
+        if c.startswith(base) and len(c) > len(base) and not _escapes(c[len(base) :]):
             return c
     return None
+
+
+def _escapes(relative: str) -> bool:
+    """True if ``relative`` has a ``.`` or ``..`` segment (or an empty one): such a path may name a file outside the
+    table although it starts with the base path, and no path Hudi writes has one."""
+    return any(seg in ("", ".", "..") for seg in relative.split("/"))

@@ -170,6 +170,24 @@ def test_a_rollback_plan_naming_a_file_outside_the_table_deletes_nothing(tmp_pat
     assert victim.exists() and written[0].exists()
 
 
+def test_a_rollback_plan_climbing_out_of_the_table_with_dot_dot_deletes_nothing(tmp_path: Path) -> None:
+    """A path that starts with the base path but leaves it through ``..`` is outside the table too."""
+    path, failed, _ = _failed_mor_write(tmp_path)
+    victim = tmp_path / "elsewhere.parquet"
+    victim.write_bytes(b"x")
+    written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
+    t = HudiTable(str(path))
+    sneaky = f"file:{path}/../{victim.name}"
+    reqs = [RollbackRequest(partition_path="", file_id="", latest_base_instant="",
+                            files_to_be_deleted=(f"file:{written[0]}", sneaky), log_blocks_to_be_deleted={})]
+    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
+                        rollback_requests=tuple(reqs), version=1)
+    t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
+    with pytest.raises(InvalidInstantStateError, match=r"elsewhere\.parquet"):
+        rollback_write(HudiTable(str(path)), failed)
+    assert victim.exists() and written[0].exists()
+
+
 @pytest.mark.fixtures
 def test_clean_plan_paths_are_qualified_and_metadata_holds_names(fresh_fixture) -> None:  # type: ignore[no-untyped-def]
     path = fresh_fixture(HudiFixture.COW_COMPLEX_HIVE)
@@ -227,5 +245,8 @@ def test_path_forms_for_object_stores_and_hdfs() -> None:
     for old_or_java in ("/data/t/p/a.parquet", "file:/data/t/p/a.parquet", "file:///data/t/p/a.parquet"):
         assert storage_path_of(local, old_or_java) == "/data/t/p/a.parquet"
     assert storage_path_of(local, "/data/t2/a.parquet") is None
+    for escaping in ("/data/t/../t2/a.parquet", "file:/data/t/p/../../x", "/data/t/./a.parquet", "/data/t//a"):
+        assert storage_path_of(local, escaping) is None, escaping
+    assert storage_path_of(s3, "s3a://bucket/lake/t/../other/a.parquet") is None
     uri = SimpleNamespace(is_local=True, base_uri="file:///data/t", base_path="/data/t")
     assert base_path_form(uri, "/data/t/p/a.parquet") == "file:/data/t/p/a.parquet"
