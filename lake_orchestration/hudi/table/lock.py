@@ -42,6 +42,7 @@ import logging
 import os
 import random
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -625,4 +626,12 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
             guards.pop(key, None)
         with _HELD_GUARD:
             _HELD.pop(key, None)
-        held.release()
+        if sys.exc_info()[1] is None:
+            held.release()
+        else:
+            # the section failed: its error is what the caller must see, not a failure to delete the lock file
+            # (which then expires after the heartbeat stops)
+            try:
+                held.release()
+            except Exception:
+                log.exception("Could not release the table lock %s after a failed %s", held.info.path, operation)
