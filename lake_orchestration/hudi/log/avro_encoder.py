@@ -20,6 +20,7 @@ caller encodes the whole table with fastavro, which writes the same bytes or rai
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,13 @@ import pyarrow.compute as pc
 CHUNK_ROWS = 1 << 16
 """Rows encoded at a time (bounds the temporary arrays; Arrow ``binary`` offsets are 32-bit)."""
 
-_EMPTY = pa.scalar(b"", pa.binary())
+
+@functools.cache
+def _empty() -> pa.Scalar:
+    """``b""`` as an Arrow binary scalar, built on first use: ``pa.scalar`` imports pandas (~0.2 s of a CLI start)."""
+    return pa.scalar(b"", pa.binary())
+
+
 _NULL_BRANCH = {0: b"\x00", 1: b"\x02"}
 _INTS = ("int", "long")
 
@@ -254,7 +261,7 @@ class _Encoder:
             raise NotVectorizable(str(err)) from err
         if present is not None or values.null_count:
             mask = pa.array(present) if present is not None else pc.is_valid(values)
-            values = pc.if_else(mask, values, _EMPTY)
+            values = pc.if_else(mask, values, _empty())
         lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
         return [_varints(lengths, present), values]
 
@@ -379,7 +386,7 @@ def _join(pieces: Pieces, n: int) -> pa.Array:
         return _binary(np.zeros(n, dtype=np.int32), b"")
     if len(pieces) == 1:
         return pieces[0]
-    return pc.binary_join_element_wise(*pieces, _EMPTY)
+    return pc.binary_join_element_wise(*pieces, _empty())
 
 
 def _slice_groups(joined: pa.Array, bounds: np.ndarray) -> pa.Array:
