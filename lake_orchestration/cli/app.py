@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.cli.output import emit_json, table
 from lake_orchestration.cli.storage_options import current_storage_options, redact, storage_options
-from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import EngineError, LakeOrchestrationError
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import ReadStats, read_snapshot, table_arrow_schema
@@ -778,18 +777,14 @@ def rollback_cmd(
     as_json: bool,
 ) -> None:
     """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
-    from lake_orchestration.config.options import parse_int_option
+    from lake_orchestration.config.options import heartbeat_options
     from lake_orchestration.hudi.model.avro import RollbackPlan
     from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
 
     if bool(instant_time) == stale:
         raise ValueError("give exactly one of --instant-time T or --stale")
     opts = _parse_options(options)
-    # 0 would judge every live write stale: at least one interval, one miss
-    hb = {
-        k: parse_int_option(k.key, opts.get(k.key, k.default), minimum=1, service="rollback")
-        for k in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES)
-    }
+    interval, misses = heartbeat_options(opts, service="rollback")
     t = _table(path)
     if instant_time and _is_pending_rollback(t, instant_time):
         from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
@@ -806,8 +801,6 @@ def rollback_cmd(
     if instant_time:
         results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
     else:
-        interval = hb[HoodieKey.HEARTBEAT_INTERVAL_MS]
-        misses = hb[HoodieKey.HEARTBEAT_TOLERABLE_MISSES]
         results = [
             (str(s.instant.time), s.reason, r)
             for s, r in rollback_stale_writes(

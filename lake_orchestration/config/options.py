@@ -7,6 +7,9 @@ before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
 
 
@@ -39,3 +42,18 @@ def parse_bool_option(key: str, raw: object, *, service: str = "") -> bool:
         what = f"Invalid {service} option" if service else "Invalid option"
         raise InvalidOptionError(f"{what} {key}={raw!r}: expected true or false")
     return text == "true"
+
+
+def heartbeat_options(options: Mapping[str, object] | None, *, service: str = "") -> tuple[int, int]:
+    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map
+    (Hudi's defaults 60000 and 2). Both must be >= 1: 0 would judge every live attempt stale.
+
+    Raises:
+        InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
+    """
+    opts = options or {}
+    interval, misses = (
+        parse_int_option(k.key, opts.get(k.key, k.default), minimum=1, service=service)
+        for k in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES)
+    )
+    return interval, misses

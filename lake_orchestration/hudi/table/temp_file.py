@@ -15,8 +15,7 @@ import re
 import time
 from collections.abc import Mapping
 
-from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, lock_storage
 from lake_orchestration.io.storage import FileInfo, Storage
@@ -33,20 +32,11 @@ def temp_file_expiry_ms(options: Mapping[str, str] | None) -> int:
     and the table lock's expiry.
 
     Raises:
-        InvalidOptionError: a heartbeat key does not hold a positive integer.
+        InvalidOptionError: a heartbeat key does not hold an integer >= 1.
     """
     opts = dict(options or {})
-    values = []
-    for key in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES):
-        raw = str(opts.get(key.key, key.default or "")).strip()
-        try:
-            value = int(raw)
-        except ValueError as err:
-            raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected a positive integer") from err
-        if value <= 0:
-            raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected a positive integer")
-        values.append(value)
-    return max(values[0] * values[1], LockConfig.from_options(opts).expiry_ms)
+    interval_ms, misses = heartbeat_options(opts, service="clean")
+    return max(interval_ms * misses, LockConfig.from_options(opts).expiry_ms)
 
 
 def stale_temp_files(

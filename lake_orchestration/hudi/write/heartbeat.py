@@ -10,12 +10,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError, StorageError
+from lake_orchestration.errors import StorageError
 from lake_orchestration.io.storage import Storage
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -34,26 +32,6 @@ def is_heartbeat_expired(
         return True
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     return now - mtime > interval_ms * tolerable_misses
-
-
-def heartbeat_options(options: Mapping[str, str] | None) -> tuple[int, int]:
-    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map
-    (Hudi's defaults 60000 and 2).
-
-    Raises:
-        InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
-    """
-    out = []
-    for key in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES):
-        raw = str((options or {}).get(key.key, key.default)).strip()
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected an integer >= 1")
-        out.append(value)
-    return out[0], out[1]
 
 
 def _utc(ms: int) -> str:

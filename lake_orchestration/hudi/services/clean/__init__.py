@@ -14,6 +14,7 @@ from typing import Any
 
 import pendulum
 
+from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
@@ -28,7 +29,6 @@ from lake_orchestration.hudi.services.clean.planner import (
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
-from lake_orchestration.hudi.write.heartbeat import heartbeat_options
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def run_clean(
     instants: list[str] = []
     deleted = failed = 0
 
-    heartbeat = heartbeat_options(options)
+    heartbeat = heartbeat_options(options, service="clean")
 
     def take(instant: str, planned: Mapping[str, list[str]]) -> None:
         nonlocal deleted, failed

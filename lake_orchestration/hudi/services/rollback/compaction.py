@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
+from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import (
@@ -38,7 +39,7 @@ from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
-from lake_orchestration.hudi.write.heartbeat import attempt_liveness, heartbeat_options
+from lake_orchestration.hudi.write.heartbeat import attempt_liveness
 from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
 
