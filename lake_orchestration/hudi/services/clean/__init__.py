@@ -18,7 +18,7 @@ from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
-from lake_orchestration.hudi.services.clean.executor import execute_clean, execute_clean_on, read_plan
+from lake_orchestration.hudi.services.clean.executor import execute_clean, read_plan
 from lake_orchestration.hudi.services.clean.planner import (
     CleanPlanning,
     commits_since_last_clean,
@@ -187,8 +187,14 @@ def run_clean(
             try:
                 # on the timeline pending_cleans / schedule_clean just listed: the execution checks it again
                 # under the lock
-                md = execute_clean_on(
-                    table, instant, spark=spark, parallelism=cfg.parallelism, lock=cfg.lock, heartbeat=heartbeat
+                md = execute_clean(
+                    table,
+                    instant,
+                    spark=spark,
+                    parallelism=cfg.parallelism,
+                    lock=cfg.lock,
+                    heartbeat=heartbeat,
+                    refresh=False,
                 )
             except InstantInProgressError as err:  # another process executes this clean: leave it to it
                 log.warning("Skipping clean %s: %s", instant, err.detail)

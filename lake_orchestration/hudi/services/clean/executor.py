@@ -165,6 +165,7 @@ def execute_clean(
     parallelism: int = 200,
     lock: LockConfig | None = None,
     heartbeat: tuple[int, int] = (60_000, 2),
+    refresh: bool = True,
 ) -> CleanMetadata:
     """Execute the pending clean ``instant_time`` and complete it; returns its metadata.
 
@@ -172,7 +173,9 @@ def execute_clean(
     the completed-instant write hold it (``lock``). From that decision to the commit the clean keeps a heartbeat
     ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` = ``(hoodie.client.heartbeat.interval_in_ms,
     hoodie.client.heartbeat.tolerable.misses)``), so a second run of the same pending clean refuses while it is
-    fresh instead of executing it twice at once.
+    fresh instead of executing it twice at once. ``refresh=False`` keeps the timeline the table holds (a caller that
+    has just listed it): the checks before the lock read it, and everything is checked again on a fresh listing under
+    the lock.
 
     Raises:
         InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
@@ -180,22 +183,8 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    return execute_clean_on(
-        table.refresh(), instant_time, spark=spark, parallelism=parallelism, lock=lock, heartbeat=heartbeat
-    )
-
-
-def execute_clean_on(
-    table: HudiTable,
-    instant_time: str,
-    *,
-    spark: Any = None,
-    parallelism: int = 200,
-    lock: LockConfig | None = None,
-    heartbeat: tuple[int, int] = (60_000, 2),
-) -> CleanMetadata:
-    """:func:`execute_clean` on the timeline the table holds (the caller has just listed it): the checks before the
-    lock read it, and everything is checked again on a fresh listing under the lock."""
+    if refresh:
+        table.refresh()
     table.ensure_metadata_table_handled(None, service="clean")
     cur = table.timeline.get(instant_time, Action.CLEAN)
     if cur is None or cur.action is not Action.CLEAN:
