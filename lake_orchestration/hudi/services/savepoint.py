@@ -44,7 +44,7 @@ def _last_commit_retained(table: HudiTable) -> str:
                 return done[1].earliest_commit_to_retain
         else:
             req = Instant(last_clean.time, Action.CLEAN, State.REQUESTED)
-            plan = CleanerPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+            plan = table.read_model(req, CleanerPlan)
             if plan.earliest_instant_to_retain is not None:
                 return plan.earliest_instant_to_retain.timestamp
     first = tl.completed_commits().first
@@ -151,7 +151,7 @@ def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
     """Completed savepoints, oldest first."""
     out = []
     for sp in table.refresh().timeline.completed().with_actions(Action.SAVEPOINT):
-        md = SavepointMetadata.from_bytes(table.read_instant(sp), path=table.storage.uri(table.instant_path(sp)))
+        md = table.read_model(sp, SavepointMetadata)
         out.append(
             SavepointInfo(
                 instant_time=str(sp.time),

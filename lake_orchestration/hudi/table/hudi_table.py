@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import (
@@ -52,6 +52,17 @@ _CONTENT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 """Timeline file contents kept per :class:`HudiTable` (oldest dropped first)."""
 _CONTENT_CACHE_MAX_FILE = 8 * 1024 * 1024
 _INFLIGHT_ARE_EMPTY = {Action.COMPACTION, Action.LOG_COMPACTION, Action.ROLLBACK, Action.SAVEPOINT, Action.RESTORE}
+
+
+M_co = TypeVar("M_co", covariant=True)
+M = TypeVar("M")
+
+
+class InstantModel(Protocol[M_co]):
+    """A type a timeline file decodes to: an Avro model class (``CompactionPlan``, ``CleanerPlan`` ...) or
+    ``CommitMetadata`` (its ``from_bytes``)."""
+
+    def from_bytes(self, data: bytes, *, path: str) -> M_co: ...
 
 
 class HudiTable:
@@ -351,9 +362,22 @@ class HudiTable:
         contents[name] = (size, mtime_ms, data)
         self.__dict__["_contents_bytes"] = total + len(data)
 
+    def read_model(self, instant: Instant, model: InstantModel[M]) -> M:
+        """The content of an instant's file decoded as ``model`` (a plan, clean/rollback/savepoint metadata ...).
+
+        Example:
+            >>> req = Instant(t, Action.COMPACTION, State.REQUESTED)  # doctest: +SKIP
+            >>> plan = table.read_model(req, CompactionPlan)           # doctest: +SKIP
+
+        Raises:
+            InstantNotFoundError: the file does not exist.
+            CorruptFileError: the content does not decode as ``model`` (the error names the file).
+        """
+        return model.from_bytes(self.read_instant(instant), path=self.storage.uri(self.instant_path(instant)))
+
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """``HoodieCommitMetadata`` of a completed commit/deltacommit/replacecommit."""
-        return CommitMetadata.from_bytes(self.read_instant(instant), path=self.storage.uri(self.instant_path(instant)))
+        return self.read_model(instant, CommitMetadata)
 
     def new_instant_time(self) -> InstantTime:
         """A new instant time after every instant of the timeline, in the table's timeline timezone."""
@@ -494,20 +518,36 @@ class HudiTable:
         with ThreadPoolExecutor(max_workers=min(_LISTING_THREADS, len(paths))) as pool:
             return list(pool.map(self.storage.list_dir, paths))
 
-    def pending_compaction_operations(self, action: Action = Action.COMPACTION) -> dict[FileGroupId, InstantTime]:
-        """File groups of every pending (log) compaction plan -> the plan's instant."""
-        out: dict[FileGroupId, InstantTime] = {}
+    def pending_compaction_plans(self, action: Action = Action.COMPACTION) -> dict[Instant, CompactionPlan]:
+        """The plan of every pending compaction (or, with ``Action.LOG_COMPACTION``, log compaction), by its requested
+        instant, oldest first.
+
+        Each plan is decoded once per content: the file-system view, the cleaner and the services all ask for
+        them, and a plan file never changes (a plan re-read with the same bytes is not decoded again).
+        """
         pending = (
             self.timeline.pending_compactions()
             if action is Action.COMPACTION
             else self.timeline.pending_log_compactions()
         )
+        decoded: dict[str, tuple[bytes, CompactionPlan]] = self.__dict__.setdefault("_decoded_plans", {})
+        out: dict[Instant, CompactionPlan] = {}
         for inst in pending:
             req = Instant(inst.time, action, State.REQUESTED)
-            path = self.instant_path(req)
-            plan = CompactionPlan.from_bytes(self.read_instant(req), path=self.storage.uri(path))
+            data = self.read_instant(req)
+            known = decoded.get(req.file_name)
+            if known is None or known[0] != data:
+                known = (data, CompactionPlan.from_bytes(data, path=self.storage.uri(self.instant_path(req))))
+                decoded[req.file_name] = known
+            out[req] = known[1]
+        return out
+
+    def pending_compaction_operations(self, action: Action = Action.COMPACTION) -> dict[FileGroupId, InstantTime]:
+        """File groups of every pending (log) compaction plan -> the plan's instant."""
+        out: dict[FileGroupId, InstantTime] = {}
+        for req, plan in self.pending_compaction_plans(action).items():
             for op in plan.operations:
-                out[FileGroupId(op.partition_path or "", op.file_id or "")] = inst.time
+                out[FileGroupId(op.partition_path or "", op.file_id or "")] = req.time
         return out
 
     def replaced_file_groups(self) -> dict[FileGroupId, InstantTime]:

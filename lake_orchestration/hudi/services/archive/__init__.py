@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 from lake_orchestration.hudi.model.instant import Instant, InstantTime
 from lake_orchestration.hudi.services.archive.archiver import (
@@ -77,6 +78,21 @@ class ArchiveResult:
     """Effective ``hoodie.keep.max.commits``."""
     earliest_commit_to_retain: InstantTime | None = None
     """The cleaner's earliest commit to retain that archival respected, if any."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The result as ``lake-orch archive --json`` prints it."""
+        return {
+            "dry_run": self.dry_run,
+            "archived_instants": [str(i) for i in self.archived_instants],
+            "archived_files": list(self.archived_files),
+            "archive_file": self.archive_file,
+            "deleted_files": list(self.deleted_files),
+            "repaired_files": list(self.repaired_files),
+            "markers_deleted": list(self.markers_deleted),
+            "merge": self.merge.to_json_obj(),
+            "min_instants_to_keep": self.min_instants_to_keep,
+            "max_instants_to_keep": self.max_instants_to_keep,
+        }
 
 
 def run_archive(

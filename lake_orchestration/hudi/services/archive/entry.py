@@ -160,12 +160,10 @@ def meta_entry(table: HudiTable, instant: Instant) -> ArchivedMetaEntry:
         )
     if a in (Action.COMPACTION, Action.LOG_COMPACTION):
         # CompactionUtils.getCompactionPlan reads the requested file for both pending states.
-        req = Instant(instant.time, a, State.REQUESTED)
-        plan_path = table.storage.uri(table.instant_path(req))
         return ArchivedMetaEntry(
             **common,
             action_type=a.value,
-            hoodie_compaction_plan=CompactionPlan.from_bytes(table.read_instant(req), path=plan_path),
+            hoodie_compaction_plan=table.read_model(Instant(instant.time, a, State.REQUESTED), CompactionPlan),
         )
     raise CorruptFileError(
         where, f"archival of {a.value} instants is not supported (Hudi: 'Action not fully supported yet')"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
@@ -52,6 +53,16 @@ class MergeResult:
     """Archive files deleted (merged candidates, or a reverted merged file)."""
     skipped: tuple[str, ...] = ()
     """Small archive files left alone because they do not read completely (named in a warning)."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The merge outcome as ``lake-orch archive --json`` prints it (its ``merge`` object)."""
+        return {
+            "recovered": self.recovered,
+            "candidates": list(self.candidates),
+            "merged_file": self.merged_file,
+            "deleted": list(self.deleted),
+            "skipped": list(self.skipped),
+        }
 
 
 def _candidate_path(storage: Storage, directory: str, candidate: str) -> str:

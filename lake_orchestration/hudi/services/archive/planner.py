@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pendulum
 
@@ -55,6 +56,18 @@ class ArchivePlan:
 
     def __bool__(self) -> bool:
         return bool(self.files)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The plan as JSON: the fields ``lake-orch archive --json`` prints for it."""
+        return {
+            "archived_instants": [str(i) for i in self.instants],
+            "archived_files": [f.file_name for f in self.files],
+            "min_instants_to_keep": self.min_instants_to_keep,
+            "max_instants_to_keep": self.max_instants_to_keep,
+            "earliest_commit_to_retain": (
+                str(self.earliest_commit_to_retain) if self.earliest_commit_to_retain is not None else None
+            ),
+        }
 
 
 def raw_instants(table: HudiTable) -> list[Instant]:
@@ -130,13 +143,12 @@ def _latest_clean_retain_bound(table: HudiTable, timeline: Timeline) -> str | No
     if clean is None:
         return None
     requested = Instant(clean.time, Action.CLEAN, State.REQUESTED)
-    path = table.instant_path(requested)
     ts: str | None = None
     if requested.file_name in table.timeline_file_names():  # the timeline's listing: no HEAD
-        plan = CleanerPlan.from_bytes(table.read_instant(requested), path=table.storage.uri(path))
+        plan = table.read_model(requested, CleanerPlan)
         ts = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else None
     else:
-        md = CleanMetadata.from_bytes(table.read_instant(clean), path=table.storage.uri(table.instant_path(clean)))
+        md = table.read_model(clean, CleanMetadata)
         ts = md.earliest_commit_to_retain
     return ts or str(clean.time)
 

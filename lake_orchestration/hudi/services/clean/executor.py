@@ -40,7 +40,7 @@ class DeleteResult:
 def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
     """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
     req = Instant(instant_time, Action.CLEAN, State.REQUESTED)  # type: ignore[arg-type]
-    return CleanerPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    return table.read_model(req, CleanerPlan)
 
 
 def planned_files(table: HudiTable, plan: CleanerPlan, *, where: str) -> list[tuple[str, str]]:

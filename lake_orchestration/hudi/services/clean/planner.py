@@ -28,7 +28,6 @@ from lake_orchestration.hudi.model.avro import (
     CleanerPlan,
     CleanFileInfo,
     CleanMetadata,
-    CompactionPlan,
     SavepointMetadata,
 )
 from lake_orchestration.hudi.model.file_group import FileGroupId, FileSlice
@@ -119,10 +118,9 @@ def last_clean_metadata(table: HudiTable) -> tuple[Instant, CleanMetadata] | Non
     last = table.timeline.completed().with_actions(Action.CLEAN).last
     if last is None:
         return None
-    data = table.read_instant(last)
-    if not data:
+    if not table.read_instant(last):
         return None
-    return last, CleanMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(last)))
+    return last, table.read_model(last, CleanMetadata)
 
 
 def commits_since_last_clean(table: HudiTable) -> int:
@@ -139,7 +137,7 @@ def savepoint_files(table: HudiTable) -> tuple[tuple[str, ...], set[str]]:
     times: list[str] = []
     names: set[str] = set()
     for sp in table.timeline.completed().with_actions(Action.SAVEPOINT):
-        md = SavepointMetadata.from_bytes(table.read_instant(sp), path=table.storage.uri(table.instant_path(sp)))
+        md = table.read_model(sp, SavepointMetadata)
         times.append(str(sp.time))
         for pm in md.partition_metadata.values():
             names.update(pm.savepoint_data_file)
@@ -149,14 +147,9 @@ def savepoint_files(table: HudiTable) -> tuple[tuple[str, ...], set[str]]:
 def pending_compaction_bases(table: HudiTable) -> dict[FileGroupId, str]:
     """File group -> base instant of the slice a pending compaction or log compaction reads."""
     out: dict[FileGroupId, str] = {}
-    tl = table.timeline
-    for pending, action in (
-        (tl.pending_compactions(), Action.COMPACTION),
-        (tl.pending_log_compactions(), Action.LOG_COMPACTION),
-    ):
-        for inst in pending:
-            req = Instant(inst.time, action, State.REQUESTED)
-            plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    for action in (Action.COMPACTION, Action.LOG_COMPACTION):
+        # the plans the file-system view decoded (each decoded once)
+        for plan in table.pending_compaction_plans(action).values():
             for op in plan.operations:
                 fg = FileGroupId(op.partition_path or "", op.file_id or "")
                 base = op.base_instant_time or ""
@@ -177,8 +170,7 @@ def _previous_clean(table: HudiTable) -> tuple[CleanMetadata | None, CleanerPlan
     req = Instant(inst.time, Action.CLEAN, State.REQUESTED)
     plan = None
     if req.file_name in table.timeline_file_names():  # the listing the timeline was built from: no HEAD
-        raw = table.read_instant(req)
-        plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req))) if raw else None
+        plan = table.read_model(req, CleanerPlan) if table.read_instant(req) else None
     return md, plan
 
 

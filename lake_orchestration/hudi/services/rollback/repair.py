@@ -46,7 +46,7 @@ def read_rollback_plan(table: HudiTable, pending: Instant) -> RollbackPlan:
     req = Instant(pending.time, Action.ROLLBACK, State.REQUESTED)
     path = table.storage.uri(table.instant_path(req))
     try:
-        return RollbackPlan.from_bytes(table.read_instant(req), path=path)
+        return table.read_model(req, RollbackPlan)
     except CorruptFileError as err:
         raise CorruptFileError(err.path, f"{err.detail}; {rollback_repair_hint(table, str(pending.time))}") from err
     except InstantNotFoundError as err:
