@@ -1,23 +1,21 @@
-"""Savepoints: create and delete, as Hudi 0.14/0.15's ``SavepointActionExecutor`` / ``SavepointHelpers`` do.
+"""Savepoint planning: validate a savepoint of a completed commit and compute the metadata it records (nothing is
+written); the savepoints on the active timeline.
 
-A savepoint of completed commit ``T`` is ``<T>.savepoint.inflight`` (empty) then ``<T>.savepoint``
-(``HoodieSavepointMetadata``: per partition the names of the base and log files of the file slices a read as of ``T``
-merges). Clean never deletes a file a savepoint lists; archival stops at the first savepoint. Deleting a savepoint
-removes the completed file, then the inflight one.
+Mirrors Hudi 0.14/0.15 ``SavepointActionExecutor`` (its checks, and the file slices a read as of the commit merges).
 """
 
 from __future__ import annotations
 
 import getpass
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import CleanerPlan, SavepointMetadata, SavepointPartitionMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.planner import last_clean_metadata
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 SAVEPOINT_METADATA_VERSION = 1
 
@@ -31,6 +29,10 @@ class SavepointInfo:
     savepointed_at_ms: int
     comments: str
     files: int
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """One row of ``lake-orch savepoint show --json``."""
+        return asdict(self)
 
 
 def _last_commit_retained(table: HudiTable) -> str:
@@ -94,57 +96,6 @@ def savepoint_metadata(
         },
         version=SAVEPOINT_METADATA_VERSION,
     )
-
-
-def create_savepoint(
-    table: HudiTable,
-    instant_time: str,
-    *,
-    user: str | None = None,
-    comments: str = "",
-    dry_run: bool = False,
-    lock: LockConfig | None = None,
-) -> SavepointMetadata:
-    """Savepoint the completed commit ``instant_time``; ``dry_run`` only returns the metadata it would write.
-
-    Raises:
-        TableLockedError: another process holds the table lock (``lock``) past its wait time.
-    """
-    if dry_run:
-        return savepoint_metadata(table, instant_time, user=user, comments=comments)
-    # Under the table lock: a clean or archive of another process must not remove the commit or its files between
-    # the metadata (the files it pins) and the completed savepoint.
-    with table_lock(table, operation=f"savepoint create {instant_time}", config=lock):
-        md = savepoint_metadata(table, instant_time, user=user, comments=comments)
-        inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)  # type: ignore[arg-type]
-        if table.timeline.get(instant_time, Action.SAVEPOINT) is None:
-            table.create_inflight(inflight)
-        table.transition_to_completed(inflight, md.to_bytes())
-    return md
-
-
-def delete_savepoint(
-    table: HudiTable, instant_time: str, *, dry_run: bool = False, lock: LockConfig | None = None
-) -> bool:
-    """Delete the savepoint at ``instant_time`` (completed file first, then the inflight one), under the table lock.
-
-    Returns False when there is no such savepoint (as Hudi, which only warns). A leftover inflight savepoint of an
-    interrupted create or delete is removed too.
-
-    Raises:
-        TableLockedError: another process holds the table lock (``lock``) past its wait time.
-    """
-    table = table.refresh()
-    sp = table.timeline.with_actions(Action.SAVEPOINT).get(instant_time)
-    if sp is None:
-        return False
-    if dry_run:
-        return True
-    with table_lock(table, operation=f"savepoint delete {instant_time}", config=lock):
-        st = table.storage
-        st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.COMPLETED)), missing_ok=True)
-        st.delete_file(table.instant_path(Instant(sp.time, Action.SAVEPOINT, State.INFLIGHT)), missing_ok=True)
-    return True
 
 
 def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
