@@ -50,9 +50,8 @@ def local_spark_session(
     # Executors must run this interpreter, which has lake_orchestration installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from lake_orchestration.engines.spark import build_spark_session
 
-    builder = SparkSession.builder.master(master).appName(app_name)
     defaults = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
@@ -60,8 +59,4 @@ def local_spark_session(
         "spark.driver.memory": "2g",
         "spark.ui.showConsoleProgress": "false",
     }
-    for k, v in {**defaults, **dict(conf or {})}.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return build_spark_session(master=master, app_name=app_name, conf={**defaults, **dict(conf or {})})

@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionPlan
@@ -68,6 +69,31 @@ class CompactionResult:
         self.rows_written = sum(s.numWrites for s in self.stats)
         self.bytes_written = sum(s.totalWriteBytes for s in self.stats)
         self.log_records = sum(s.totalLogRecords for s in self.stats)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """What ``lake-orch compaction run --json`` prints for this plan."""
+        return {
+            "instant": self.instant,
+            "operations": self.operations,
+            "rows_written": self.rows_written,
+            "bytes_written": self.bytes_written,
+            "log_records": self.log_records,
+            "seconds": round(self.seconds, 3),
+            "rolled_back_attempt": self.rolled_back_attempt,
+        }
+
+    def operations_json(self) -> list[dict[str, Any]]:
+        """One object per written file group (the Dagster ``write_stats`` metadata)."""
+        return [
+            {
+                "partition": s.partitionPath,
+                "file_id": s.fileId,
+                "rows": s.numWrites,
+                "log_records": s.totalLogRecords,
+                "log_files": s.totalLogFilesCompacted,
+            }
+            for s in self.stats
+        ]
 
 
 def pending_compaction_instants(table: HudiTable) -> list[Instant]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pendulum
 
@@ -34,6 +35,15 @@ class ScheduleResult:
     @property
     def scheduled(self) -> bool:
         return self.instant is not None
+
+    @property
+    def operations(self) -> int:
+        return len(self.plan.operations or ()) if self.plan is not None else 0
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """What ``lake-orch compaction schedule --json`` prints."""
+        instant = str(self.instant) if self.instant is not None else None
+        return {"scheduled": self.scheduled, "instant": instant, "operations": self.operations, "reason": self.reason}
 
 
 def operation_metrics(fs: FileSlice, *, max_file_size: int) -> dict[str, float]:
