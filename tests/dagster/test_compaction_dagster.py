@@ -150,7 +150,7 @@ def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(
     import time
 
     from lake_orchestration.hudi.model.instant import Action, Instant, State
-    from lake_orchestration.hudi.write.heartbeat import Heartbeat
+    from lake_orchestration.hudi.table.heartbeat import Heartbeat
 
     path = tmp_path / "t"
     write_table(

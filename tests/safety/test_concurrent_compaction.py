@@ -25,8 +25,8 @@ from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from lake_orchestration.hudi.write.heartbeat import heartbeat_path
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ real = executor.execute_operation
 
 def held(task, **kw):  # test hook: the first task writes its file, then waits for the gate
     stat = real(task, **kw)
-    open(os.path.join(gate, f"done-{task.task_partition_id}"), "w").close()
+    open(os.path.join(gate, f"done-{task.attempt.partition_id}"), "w").close()
     deadline = time.monotonic() + 120
     while not os.path.exists(os.path.join(gate, "go")) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lake_orchestration.hudi.write.heartbeat import Heartbeat, attempt_liveness, heartbeat_path
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness, heartbeat_path
 from lake_orchestration.io.storage import Storage
 
 INSTANT = "20240101000000000"

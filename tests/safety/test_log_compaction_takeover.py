@@ -24,7 +24,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from lake_orchestration.hudi.write.heartbeat import heartbeat_path
+from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 from tests.services.test_compaction import _generated

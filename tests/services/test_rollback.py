@@ -20,8 +20,8 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write, stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, is_heartbeat_expired
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from lake_orchestration.hudi.write.heartbeat import Heartbeat, is_heartbeat_expired
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 

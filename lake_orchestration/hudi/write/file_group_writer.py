@@ -40,11 +40,10 @@ from lake_orchestration.hudi.model.schema import (
     RECORD_KEY,
     avro_to_arrow_schema,
 )
+from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings, seqnos, write_base_file
 from lake_orchestration.hudi.write.records import OP_COLUMN
 from lake_orchestration.io.storage import Storage
-
-MARKERS_DIR = ".hoodie/.temp"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,29 +82,6 @@ class FileGroupWriteContext:
     partition_depth: int = 0
     """Unused: ``.hoodie_partition_metadata`` takes the depth from the partition path (see
     :func:`partition_path_depth`)."""
-
-
-def create_marker(storage: Storage, instant: str, partition: str, data_file_name: str, io_type: str) -> None:
-    """``.hoodie/.temp/<instant>/<partition>/<name>.marker.<IOType>`` (DIRECT markers)."""
-    path = storage.join(MARKERS_DIR, instant, partition, f"{data_file_name}.marker.{io_type}")
-    storage.write_bytes(path, b"")
-
-
-def reconcile_markers(storage: Storage, instant: str, written: set[str]) -> list[str]:
-    """Delete base files that have a CREATE/MERGE marker but are not in the write stats (failed or speculative
-    task attempts), as Hudi's commit finalization does; returns the deleted relative paths.
-
-    Log files (APPEND markers) are kept: a duplicate attempt's log blocks carry the same records.
-    """
-    root = storage.join(MARKERS_DIR, instant)
-    deleted = []
-    for f in storage.walk_files(root):
-        rel = storage.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
-        data_file, _, io_type = rel.rpartition(".marker.")
-        if io_type in ("CREATE", "MERGE") and data_file not in written and storage.exists(storage.join(data_file)):
-            storage.delete_file(storage.join(data_file))
-            deleted.append(data_file)
-    return deleted
 
 
 def partition_path_depth(partition: str) -> int:

@@ -43,16 +43,12 @@ from lake_orchestration.hudi.model.schema import (
     arrow_to_avro_schema,
     with_meta_fields,
 )
+from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
-from lake_orchestration.hudi.write.file_group_writer import (
-    MARKERS_DIR,
-    FileGroupWriteContext,
-    reconcile_markers,
-    write_file_group,
-)
-from lake_orchestration.hudi.write.heartbeat import Heartbeat
+from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group
 from lake_orchestration.hudi.write.index import tag_locations
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
 

@@ -29,7 +29,7 @@ from lake_orchestration.hudi.table.archived_timeline import (
     list_archive_files,
     read_archive_file,
 )
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
+from lake_orchestration.hudi.table.marker import MARKERS_DIR
 from lake_orchestration.io.storage import Storage
 
 log = logging.getLogger(__name__)

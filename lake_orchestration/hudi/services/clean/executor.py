@@ -21,8 +21,8 @@ from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, Clean
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.io.storage import Storage
 
 CLEAN_METADATA_VERSION = 2

@@ -28,9 +28,9 @@ from lake_orchestration.hudi.services.compaction import executor
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.executor import OperationTask
 from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
+from lake_orchestration.hudi.table.heartbeat import AttemptLiveness, Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.write.heartbeat import AttemptLiveness, Heartbeat, attempt_liveness
 
 log = logging.getLogger(__name__)
 

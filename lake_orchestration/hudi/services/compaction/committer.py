@@ -19,7 +19,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, reconcile_markers
+from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
 
 
 def compaction_commit_metadata(

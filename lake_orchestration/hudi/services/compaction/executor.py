@@ -43,8 +43,8 @@ from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
 from lake_orchestration.hudi.model.timeline import Timeline
+from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig, WriteBehind
-from lake_orchestration.hudi.write.file_group_writer import create_marker
 from lake_orchestration.io.storage import Storage
 
 

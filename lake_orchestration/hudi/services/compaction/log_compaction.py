@@ -47,11 +47,11 @@ from lake_orchestration.hudi.services.compaction.planner import (
     validate_instant,
 )
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_log_compaction
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
+from lake_orchestration.hudi.table.marker import MARKERS_DIR, create_marker
 from lake_orchestration.hudi.table.snapshot import merge_config_for
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR, create_marker
-from lake_orchestration.hudi.write.heartbeat import Heartbeat, attempt_liveness
 
 log = logging.getLogger(__name__)
 

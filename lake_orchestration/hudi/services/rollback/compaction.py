@@ -36,10 +36,10 @@ from lake_orchestration.hudi.model.avro import (
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan, read_rollback_plan
+from lake_orchestration.hudi.table.heartbeat import attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
-from lake_orchestration.hudi.write.heartbeat import attempt_liveness
+from lake_orchestration.hudi.table.marker import MARKERS_DIR
 from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
 

@@ -44,10 +44,10 @@ from lake_orchestration.hudi.services.rollback.compaction import (
     rollback_metadata,
 )
 from lake_orchestration.hudi.services.rollback.repair import read_rollback_plan
+from lake_orchestration.hudi.table.heartbeat import heartbeat_path, is_heartbeat_expired
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.write.file_group_writer import MARKERS_DIR
-from lake_orchestration.hudi.write.heartbeat import heartbeat_path, is_heartbeat_expired
+from lake_orchestration.hudi.table.marker import MARKERS_DIR
 from lake_orchestration.io.hadoop_paths import base_path_form, qualified_path, storage_path_of
 
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
