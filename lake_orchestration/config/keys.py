@@ -1,6 +1,9 @@
-"""Every ``hoodie.*`` key this project reads or writes, with its default and doc.
+"""Every ``hoodie.*`` key this project reads or writes, with its default, doc and alternative keys.
 
-The only module that spells Hudi key strings; everything else refers to :class:`HoodieKey` members.
+The only module that spells Hudi key strings; everything else refers to :class:`HoodieKey` members (a lint test,
+``tests/test_lint.py``, fails on a ``"hoodie.`` string literal anywhere else). Mirrors hudi-rs ``HudiTableConfig``
+and Java's ``ConfigProperty`` (``key``, ``defaultValue``, ``withDocumentation``, ``withAlternatives``);
+:mod:`lake_orchestration.config.options` parses the values.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ class HoodieKey(enum.Enum):
     """A Hudi config key: ``(key, default, doc)``; ``.key`` is the string Hudi uses."""
 
     # -- hoodie.properties (table config) --------------------------------------------------------------------------
-    TABLE_NAME = ("hoodie.table.name", None, "Table name.")
+    TABLE_NAME = ("hoodie.table.name", None, "Table name.", ("hoodie.datasource.write.table.name",))
     DATABASE_NAME = ("hoodie.database.name", None, "Database name; part of the checksum input.")
     TABLE_TYPE = (
         "hoodie.table.type",
@@ -53,14 +56,27 @@ class HoodieKey(enum.Enum):
         "hoodie.compaction.payload.class",
         "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
         "Record payload class: decides how log records merge (commit-time vs event-time ordering).",
+        ("hoodie.datasource.write.payload.class",),
     )
     RECORD_MERGER_STRATEGY = (
         "hoodie.compaction.record.merger.strategy",
         "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
         "Record merger strategy id.",
     )
-    BASE_FILE_FORMAT = ("hoodie.table.base.file.format", "PARQUET", "Base file format.")
-    LOG_FILE_FORMAT = ("hoodie.table.log.file.format", "HOODIE_LOG", "Log file format.")
+    BASE_FILE_FORMAT = (
+        "hoodie.table.base.file.format",
+        "PARQUET",
+        "Base file format.",
+        (),
+        ("hoodie.table.ro.file.format",),
+    )
+    LOG_FILE_FORMAT = (
+        "hoodie.table.log.file.format",
+        "HOODIE_LOG",
+        "Log file format.",
+        (),
+        ("hoodie.table.rt.file.format",),
+    )
     TIMELINE_TIMEZONE = ("hoodie.table.timeline.timezone", "LOCAL", "Timezone of instant times: LOCAL or UTC.")
     TABLE_CHECKSUM = ("hoodie.table.checksum", None, "CRC32 of '<database>.<table>'.")
     PARTITION_METAFILE_USE_BASE_FORMAT = (
@@ -69,6 +85,53 @@ class HoodieKey(enum.Enum):
         "Partition metadata stored as a base-format file.",
     )
     BOOTSTRAP_BASE_PATH = ("hoodie.bootstrap.base.path", None, "Source path of a bootstrapped table.")
+    # -- write options (DataSourceWriteOptions, HoodieWriteConfig) --------------------------------------------------
+    WRITE_TABLE_TYPE = (
+        "hoodie.datasource.write.table.type",
+        "MERGE_ON_READ",
+        "Type of a table the write creates: COPY_ON_WRITE or MERGE_ON_READ (this project's default; Java's is "
+        "COPY_ON_WRITE).",
+        ("hoodie.table.type",),
+    )
+    RECORDKEY_FIELD = (
+        "hoodie.datasource.write.recordkey.field",
+        None,
+        "Comma-separated record key fields of the written records.",
+        ("hoodie.table.recordkey.fields",),
+    )
+    PARTITIONPATH_FIELD = (
+        "hoodie.datasource.write.partitionpath.field",
+        None,
+        "Comma-separated partition fields of the written records; empty = non-partitioned.",
+        ("hoodie.table.partition.fields",),
+    )
+    WRITE_PRECOMBINE_FIELD = (
+        "hoodie.datasource.write.precombine.field",
+        None,
+        "Ordering (precombine) field of the written records.",
+        ("hoodie.table.precombine.field",),
+    )
+    WRITE_KEYGENERATOR_CLASS = (
+        "hoodie.datasource.write.keygenerator.class",
+        None,
+        "Key generator class, or SIMPLE / COMPLEX / NON_PARTITION.",
+        ("hoodie.table.keygenerator.class",),
+    )
+    COMBINE_BEFORE_INSERT = (
+        "hoodie.combine.before.insert",
+        "false",
+        "Precombine duplicate keys of an insert or bulk_insert too.",
+    )
+    PARQUET_SMALL_FILE_LIMIT = (
+        "hoodie.parquet.small.file.limit",
+        str(100 * 1024 * 1024),
+        "Base files below this many bytes take new inserts (0 disables small-file filling).",
+    )
+    PARQUET_MAX_FILE_SIZE = (
+        "hoodie.parquet.max.file.size",
+        str(120 * 1024 * 1024),
+        "Bytes a small base file is filled up to; compaction's write-size estimate of a log-only slice.",
+    )
     # -- write / read options ----------------------------------------------------------------------------------------
     PAYLOAD_ORDERING_FIELD = (
         "hoodie.payload.ordering.field",
@@ -154,6 +217,55 @@ class HoodieKey(enum.Enum):
         "How often the holder refreshes the lock file; the lock is stale after this times "
         "hoodie.client.heartbeat.tolerable.misses without a refresh.",
     )
+    # -- compaction (HoodieCompactionConfig) ---------------------------------------------------------------------------
+    COMPACT_TRIGGER_STRATEGY = (
+        "hoodie.compact.inline.trigger.strategy",
+        "NUM_COMMITS",
+        "When a compaction is scheduled: NUM_COMMITS, NUM_COMMITS_AFTER_LAST_REQUEST, TIME_ELAPSED, NUM_AND_TIME or "
+        "NUM_OR_TIME.",
+    )
+    COMPACT_MAX_DELTA_COMMITS = (
+        "hoodie.compact.inline.max.delta.commits",
+        "5",
+        "Delta commits since the last compaction that trigger a new one (NUM_* strategies).",
+    )
+    COMPACT_MAX_DELTA_SECONDS = (
+        "hoodie.compact.inline.max.delta.seconds",
+        "3600",
+        "Seconds since the last compaction that trigger a new one (*TIME* strategies).",
+    )
+    COMPACTION_STRATEGY = (
+        "hoodie.compaction.strategy",
+        "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
+        "Which file slices a plan compacts (class or short name: LogFileSizeBasedCompactionStrategy, "
+        "LogFileNumBasedCompactionStrategy, BoundedIOCompactionStrategy, DayBasedCompactionStrategy, "
+        "BoundedPartitionAwareCompactionStrategy, UnBoundedCompactionStrategy).",
+    )
+    COMPACTION_TARGET_IO = (
+        "hoodie.compaction.target.io",
+        str(500 * 1024),
+        "MB of IO per plan (BoundedIO-based strategies).",
+    )
+    COMPACTION_LOGFILE_SIZE_THRESHOLD = (
+        "hoodie.compaction.logfile.size.threshold",
+        "0",
+        "Bytes of log files a slice needs to be compacted (LogFileSizeBasedCompactionStrategy).",
+    )
+    COMPACTION_LOGFILE_NUM_THRESHOLD = (
+        "hoodie.compaction.logfile.num.threshold",
+        "0",
+        "Log files a slice needs to be compacted (LogFileNumBasedCompactionStrategy).",
+    )
+    COMPACTION_DAYBASED_TARGET_PARTITIONS = (
+        "hoodie.compaction.daybased.target.partitions",
+        "10",
+        "Latest partitions compacted per plan (DayBasedCompactionStrategy).",
+    )
+    LOG_COMPACTION_BLOCKS_THRESHOLD = (
+        "hoodie.log.compaction.blocks.threshold",
+        "5",
+        "Log blocks a file slice needs before log compaction merges them.",
+    )
     # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------
     KEEP_MIN_COMMITS = (
         "hoodie.keep.min.commits",
@@ -219,10 +331,29 @@ class HoodieKey(enum.Enum):
     )
     CLEANER_PARALLELISM = ("hoodie.cleaner.parallelism", "200", "At most this many parallel delete tasks.")
 
-    def __init__(self, key: str, default: str | None, doc: str) -> None:
+    def __init__(
+        self,
+        key: str,
+        default: str | None,
+        doc: str,
+        aliases: tuple[str, ...] = (),
+        deprecated: tuple[str, ...] = (),
+    ) -> None:
         self.key = key
+        """The key string Hudi uses."""
         self.default = default
+        """Hudi's default as its string form; None = no default."""
         self.doc = doc
+        """What the key means here."""
+        self.aliases = aliases
+        """Alternative keys read, in order, when ``key`` has no value (a write key's table-config twin)."""
+        self.deprecated = deprecated
+        """Older names of the key (Java's ``withAlternatives``): read last, with a logged warning."""
+
+    @property
+    def lookup_keys(self) -> tuple[str, ...]:
+        """Every key string a value is read from, in precedence order."""
+        return (self.key, *self.aliases, *self.deprecated)
 
     @classmethod
     def by_key(cls, key: str) -> HoodieKey | None:
@@ -231,6 +362,15 @@ class HoodieKey(enum.Enum):
 
 
 _BY_KEY = {m.key: m for m in HoodieKey}
+
+HOODIE_PREFIX = "hoodie."
+"""Prefix of every Hudi key."""
+TABLE_CONFIG_PREFIX = "hoodie.table."
+"""Prefix of the table-config keys a table creation copies into ``hoodie.properties``."""
+PROPERTIES_FILE = "hoodie.properties"
+"""Name of the table config file under ``.hoodie/``."""
+PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
+"""Name of its backup, written while the table config is updated."""
 
 PAYLOAD_OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 PAYLOAD_DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"

@@ -1,16 +1,40 @@
-"""Parsing of option values given under Hudi's key names (``--option key=value``, Dagster ``options:``).
+"""The one parser of option values given under Hudi's key names (``--option key=value``, Dagster ``options:``).
 
-Every service parses its integers and booleans here, so a bad value always fails the same way: an
-:class:`~lake_orchestration.errors.InvalidOptionError` naming the key, the value and what was expected, raised
-before anything is written.
+Typed configs declare each field with :func:`option` (its :class:`HoodieKey`, lower bound and parser) and are
+built from a raw option map by :func:`parse_options`, so a bad value always fails the same way, before anything is
+written: an :class:`~lake_orchestration.errors.InvalidOptionError` naming the key, the raw value and what was
+expected (``Invalid clean option hoodie.cleaner.commits.retained='-1': expected an integer >= 0``). A key missing
+from the map keeps the field's default (Hudi's); an invalid value never falls back to it. A key's aliases are read
+when it has no value; a deprecated name is read last and logged. Mirrors Java's ``HoodieConfig.getInt`` /
+``getBoolean`` / ``ConfigUtils.getRawValueWithAltKeys``, but refuses what Java would silently read as ``false``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import enum
+import logging
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidOptionError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+E = TypeVar("E", bound=enum.Enum)
+
+_SPEC = "hoodie_option"
+"""Field-metadata key of an :class:`OptionSpec`."""
+
+
+def invalid_option(key: str, raw: object, expected: str, *, service: str = "") -> InvalidOptionError:
+    """The error of a bad value: ``Invalid <service> option <key>=<raw!r>: expected <expected>``."""
+    what = f"Invalid {service} option" if service else "Invalid option"
+    return InvalidOptionError(f"{what} {key}={raw!r}: expected {expected}")
 
 
 def parse_int_option(key: str, raw: object, *, minimum: int = 0, service: str = "") -> int:
@@ -19,14 +43,12 @@ def parse_int_option(key: str, raw: object, *, minimum: int = 0, service: str = 
     Raises:
         InvalidOptionError: not an integer (``abc``, ``1.5``, empty), or below ``minimum``.
     """
-    what = f"Invalid {service} option" if service else "Invalid option"
-    text = str(raw).strip()
     try:
-        value = int(text)
+        value = int(str(raw).strip())
     except ValueError:
-        raise InvalidOptionError(f"{what} {key}={raw!r}: expected an integer >= {minimum}") from None
+        raise invalid_option(key, raw, f"an integer >= {minimum}", service=service) from None
     if value < minimum:
-        raise InvalidOptionError(f"{what} {key}={raw!r}: expected an integer >= {minimum}")
+        raise invalid_option(key, raw, f"an integer >= {minimum}", service=service)
     return value
 
 
@@ -39,21 +61,211 @@ def parse_bool_option(key: str, raw: object, *, service: str = "") -> bool:
     """
     text = str(raw).strip().lower()
     if text not in ("true", "false"):
-        what = f"Invalid {service} option" if service else "Invalid option"
-        raise InvalidOptionError(f"{what} {key}={raw!r}: expected true or false")
+        raise invalid_option(key, raw, "true or false", service=service)
     return text == "true"
 
 
+def parse_enum_option(key: str, raw: object, enum_type: type[E], *, service: str = "") -> E:
+    """``raw`` as a member of a ``str`` enum, by value or name, in any case (``keep_latest_commits``); an enum
+    with a ``parse(str)`` classmethod (short Java class names) is parsed by it.
+
+    Raises:
+        InvalidOptionError: no such member; the message lists the accepted values.
+    """
+    text = str(raw).strip()
+    custom = getattr(enum_type, "parse", None)
+    if custom is not None:
+        try:
+            return typing.cast(E, custom(text))
+        except (ValueError, InvalidOptionError):
+            pass
+    else:
+        for m in enum_type:
+            if text.upper() in (str(m.value).upper(), m.name):
+                return m
+    raise invalid_option(key, raw, "one of " + ", ".join(str(m.value) for m in enum_type), service=service)
+
+
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(key: str, raw: object, *, minimum: int = 0, service: str = "") -> int:
+    """``raw`` as a duration in milliseconds: a plain integer (ms, Hudi's ``*_ms`` keys) or one with a unit
+    (``500ms``, ``30s``, ``5m``, ``2h``, ``1d``).
+
+    Raises:
+        InvalidOptionError: not a whole number of a known unit, or below ``minimum`` ms.
+    """
+    text = str(raw).strip().lower()
+    number, unit = text, "ms"
+    for suffix in sorted(_DURATION_UNITS_MS, key=len, reverse=True):
+        if text.endswith(suffix) and text[: -len(suffix)].strip().isdigit():
+            number, unit = text[: -len(suffix)].strip(), suffix
+            break
+    expected = f"a duration >= {minimum} ms (an integer of ms, or with a unit: 30s, 5m, 2h, 1d)"
+    try:
+        value = int(number) * _DURATION_UNITS_MS[unit]
+    except ValueError:
+        raise invalid_option(key, raw, expected, service=service) from None
+    if value < minimum:
+        raise invalid_option(key, raw, expected, service=service)
+    return value
+
+
+# -- typed configs declared over the registry -----------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class OptionSpec:
+    """How one config field is read: the key, and what a valid value is."""
+
+    key: HoodieKey
+    """The registry entry (key string, aliases)."""
+    minimum: int | None = None
+    """Lowest accepted integer (checked at parse time and on construction); None for non-integers."""
+    parse: Callable[[str], Any] | None = None
+    """Parser of the stripped raw string (raising ``ValueError``); None = by the field's type."""
+    expected: str = ""
+    """What ``parse`` accepts, for the error message."""
+
+
+def option(
+    key: HoodieKey,
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Any = dataclasses.MISSING,
+    minimum: int | None = None,
+    parse: Callable[[str], Any] | None = None,
+    expected: str = "",
+) -> Any:
+    """A dataclass field read from ``key`` by :func:`parse_options` (use as ``x: int = option(HoodieKey.X, 5)``)."""
+    spec = OptionSpec(key=key, minimum=minimum, parse=parse, expected=expected)
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata={_SPEC: spec})
+    return dataclasses.field(default=default, metadata={_SPEC: spec})
+
+
+def option_specs(cls: type) -> dict[str, OptionSpec]:
+    """Field name -> :class:`OptionSpec` of the fields of ``cls`` declared with :func:`option`."""
+    return {f.name: f.metadata[_SPEC] for f in dataclasses.fields(cls) if _SPEC in f.metadata}
+
+
+def lookup(options: Mapping[str, object], key: HoodieKey) -> tuple[str, str] | None:
+    """``(key string, raw value)`` of the first of ``key``'s names with a non-blank value in ``options``; the key
+    itself with its blank value when only blank values are given; None when none is given."""
+    blank: tuple[str, str] | None = None
+    for name in key.lookup_keys:
+        if name not in options or options[name] is None:
+            continue
+        raw = str(options[name])
+        if not raw.strip():
+            blank = blank or (name, raw)
+            continue
+        if name in key.deprecated:
+            log.warning("Option %s is deprecated: use %s", name, key.key)
+        return name, raw
+    return blank
+
+
+def _parse_field(tp: Any, spec: OptionSpec, name: str, raw: str, service: str) -> Any:
+    text = raw.strip()
+    if spec.parse is not None:
+        try:
+            return spec.parse(text)
+        except (ValueError, KeyError):
+            raise invalid_option(name, raw, spec.expected or "a valid value", service=service) from None
+    if tp is bool:
+        return parse_bool_option(name, raw, service=service)
+    if tp is int:
+        return parse_int_option(name, raw, minimum=spec.minimum or 0, service=service)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return parse_enum_option(name, raw, tp, service=service)
+    if tp == tuple[str, ...]:
+        return tuple(x.strip() for x in text.split(",") if x.strip())
+    return text or None
+
+
+def _field_type(tp: Any) -> Any:
+    """``X`` of ``X | None``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if type(None) in typing.get_args(tp) and len(args) == 1:
+        return args[0]
+    return tp
+
+
+def parse_options(cls: type[T], options: Mapping[str, object] | None, /, *, service: str = "", **overrides: Any) -> T:
+    """Build the config ``cls`` from a raw option map: each :func:`option` field whose key (or alias) is given is
+    parsed, the others keep their defaults, ``overrides`` (typed values) win over both.
+
+    Raises:
+        InvalidOptionError: a value that does not parse or is out of range, naming the key and the raw value.
+    """
+    opts = options or {}
+    hints = typing.get_type_hints(cls)
+    kw: dict[str, Any] = {}
+    for attr, spec in option_specs(cls).items():
+        if attr in overrides:
+            continue
+        found = lookup(opts, spec.key)
+        if found is None:
+            continue
+        name, raw = found
+        value = _parse_field(_field_type(hints[attr]), spec, name, raw, service)
+        if spec.minimum is not None and value < spec.minimum:
+            raise invalid_option(name, raw, f"an integer >= {spec.minimum}", service=service)
+        if value is not None:
+            kw[attr] = value
+    kw.update(overrides)
+    return cls(**kw)
+
+
+def check_minimums(config: object, *, service: str = "") -> None:
+    """Refuse a constructed config whose integer field is below its :func:`option` minimum (a typed value given
+    directly, not parsed), naming the key and the value.
+
+    Raises:
+        InvalidOptionError: the first such field.
+    """
+    for attr, spec in option_specs(type(config)).items():
+        value = getattr(config, attr)
+        if spec.minimum is not None and isinstance(value, int) and value < spec.minimum:
+            raise invalid_option(spec.key.key, value, f"an integer >= {spec.minimum}", service=service)
+
+
+# -- heartbeats ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatConfig:
+    """Writer heartbeats (``HoodieWriteConfig``'s ``hoodie.client.heartbeat.*``): a process running an instant
+    refreshes ``.hoodie/.heartbeat/<instant>`` every ``interval_ms``; another process treats the instant as
+    abandoned once the heartbeat is older than ``expiry_ms``."""
+
+    interval_ms: int = option(HoodieKey.HEARTBEAT_INTERVAL_MS, 60_000, minimum=1)
+    """``hoodie.client.heartbeat.interval_in_ms`` (>= 1: 0 would judge every live attempt stale)."""
+    tolerable_misses: int = option(HoodieKey.HEARTBEAT_TOLERABLE_MISSES, 2, minimum=1)
+    """``hoodie.client.heartbeat.tolerable.misses``."""
+
+    def __post_init__(self) -> None:
+        check_minimums(self)
+
+    @property
+    def expiry_ms(self) -> int:
+        """Age after which a heartbeat is stale: interval x tolerable misses."""
+        return self.interval_ms * self.tolerable_misses
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object] | None, *, service: str = "") -> HeartbeatConfig:
+        """Parse the heartbeat keys of an option map (Hudi's defaults 60000 and 2).
+
+        Raises:
+            InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
+        """
+        return parse_options(cls, options, service=service)
+
+
 def heartbeat_options(options: Mapping[str, object] | None, *, service: str = "") -> tuple[int, int]:
-    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map
-    (Hudi's defaults 60000 and 2). Both must be >= 1: 0 would judge every live attempt stale.
+    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map:
+    :class:`HeartbeatConfig` as a pair.
 
     Raises:
         InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
     """
-    opts = options or {}
-    interval, misses = (
-        parse_int_option(k.key, opts.get(k.key, k.default), minimum=1, service=service)
-        for k in (HoodieKey.HEARTBEAT_INTERVAL_MS, HoodieKey.HEARTBEAT_TOLERABLE_MISSES)
-    )
-    return interval, misses
+    hb = HeartbeatConfig.from_options(options, service=service)
+    return hb.interval_ms, hb.tolerable_misses

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import check_minimums, invalid_option, option, parse_options
 from lake_orchestration.errors import (
     FileAlreadyExistsError,
     InvalidOptionError,
@@ -70,8 +71,14 @@ LOCK_FILE_NAME = "lock"
 FILESYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 _PROVIDERS = {p.rsplit(".", 1)[-1].lower(): p for p in (FILESYSTEM_LOCK_PROVIDER, IN_PROCESS_LOCK_PROVIDER)}
+_PROVIDERS_TEXT = f"{FILESYSTEM_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
 _JAVA_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # Java's SimpleDateFormat("yyyy-MM-dd HH:mm:ss.SSS"), cut to ms
 _MAX_STACK_FRAMES = 30
+
+
+def _provider(name: str) -> str:
+    """The provider class of a full or short (any case) provider name."""
+    return _PROVIDERS[name.rsplit(".", 1)[-1].lower()]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,47 +90,28 @@ class LockConfig:
     over 20 s after its last heartbeat (2 tolerable misses); Java lock files never expire (Java's default).
     """
 
-    provider: str = FILESYSTEM_LOCK_PROVIDER
+    provider: str = option(HoodieKey.LOCK_PROVIDER, FILESYSTEM_LOCK_PROVIDER, parse=_provider, expected=_PROVIDERS_TEXT)
     """``hoodie.write.lock.provider``: ``FileSystemBasedLockProvider`` (the lock file) or ``InProcessLockProvider``
-    (threads of one process only: for a table only ever changed by that process)."""
-    path: str | None = None
+    (threads of one process only: for a table only ever changed by that process); short names are accepted."""
+    path: str | None = option(HoodieKey.LOCK_FILESYSTEM_PATH, None)
     """``hoodie.write.lock.filesystem.path``: directory (path or URI) holding the ``lock`` file; default
     ``<base>/.hoodie`` as in Java. Every process (Java included) must use the same one."""
-    expire_minutes: int = 0
+    expire_minutes: int = option(HoodieKey.LOCK_FILESYSTEM_EXPIRE, 0, minimum=0)
     """``hoodie.write.lock.filesystem.expire``: minutes after which a lock file without our heartbeat fields (one
     written by Java) is stale; ``0`` = never (Java's default)."""
-    wait_time_ms: int = 60_000
+    wait_time_ms: int = option(HoodieKey.LOCK_WAIT_TIME_MS, 60_000, minimum=0)
     """``hoodie.write.lock.wait_time_ms``: how long to wait for a held lock before :class:`TableLockedError`."""
-    retry_wait_ms: int = 1_000
+    retry_wait_ms: int = option(HoodieKey.LOCK_RETRY_WAIT_TIME_MS, 1_000, minimum=0)
     """``hoodie.write.lock.wait_time_ms_between_retry``: pause between two attempts while waiting."""
-    heartbeat_interval_ms: int = 10_000
+    heartbeat_interval_ms: int = option(HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS, 10_000, minimum=1)
     """``hoodie.write.lock.heartbeat_interval_ms``: how often the holder refreshes the lock file's mtime."""
-    tolerable_misses: int = 2
+    tolerable_misses: int = option(HoodieKey.HEARTBEAT_TOLERABLE_MISSES, 2, minimum=1)
     """``hoodie.client.heartbeat.tolerable.misses``: missed heartbeats after which the lock is stale."""
 
     def __post_init__(self) -> None:
-        for name, key in (
-            ("expire_minutes", HoodieKey.LOCK_FILESYSTEM_EXPIRE),
-            ("wait_time_ms", HoodieKey.LOCK_WAIT_TIME_MS),
-            ("retry_wait_ms", HoodieKey.LOCK_RETRY_WAIT_TIME_MS),
-        ):
-            if getattr(self, name) < 0:
-                raise InvalidOptionError(f"Invalid {key.key}={getattr(self, name)!r}: expected an integer >= 0")
-        if self.heartbeat_interval_ms <= 0:
-            raise InvalidOptionError(
-                f"Invalid {HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS.key}={self.heartbeat_interval_ms!r}: "
-                "expected an integer > 0"
-            )
-        if self.tolerable_misses < 1:
-            raise InvalidOptionError(
-                f"Invalid {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key}={self.tolerable_misses!r}: "
-                "expected an integer >= 1"
-            )
+        check_minimums(self)
         if self.provider not in _PROVIDERS.values():
-            raise InvalidOptionError(
-                f"Unsupported {HoodieKey.LOCK_PROVIDER.key}={self.provider!r}: expected {FILESYSTEM_LOCK_PROVIDER} "
-                f"or {IN_PROCESS_LOCK_PROVIDER}"
-            )
+            raise invalid_option(HoodieKey.LOCK_PROVIDER.key, self.provider, _PROVIDERS_TEXT)
 
     @property
     def expiry_ms(self) -> int:
@@ -157,33 +145,7 @@ class LockConfig:
         Raises:
             InvalidOptionError: a value does not parse or is out of range (the message names the key and value).
         """
-        opts = dict(options or {})
-        kw: dict[str, object] = {}
-        ints = {
-            "expire_minutes": HoodieKey.LOCK_FILESYSTEM_EXPIRE,
-            "wait_time_ms": HoodieKey.LOCK_WAIT_TIME_MS,
-            "retry_wait_ms": HoodieKey.LOCK_RETRY_WAIT_TIME_MS,
-            "heartbeat_interval_ms": HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS,
-            "tolerable_misses": HoodieKey.HEARTBEAT_TOLERABLE_MISSES,
-        }
-        for attr, key in ints.items():
-            if key.key in opts:
-                raw = str(opts[key.key]).strip()
-                try:
-                    kw[attr] = int(raw)
-                except ValueError as err:
-                    raise InvalidOptionError(f"Invalid {key.key}={raw!r}: expected an integer") from err
-        if raw_provider := str(opts.get(HoodieKey.LOCK_PROVIDER.key, "")).strip():
-            provider = _PROVIDERS.get(raw_provider.rsplit(".", 1)[-1].lower())
-            if provider is None:
-                raise InvalidOptionError(
-                    f"Unsupported {HoodieKey.LOCK_PROVIDER.key}={raw_provider!r}: expected "
-                    f"{FILESYSTEM_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
-                )
-            kw["provider"] = provider
-        if raw_path := str(opts.get(HoodieKey.LOCK_FILESYSTEM_PATH.key, "")).strip():
-            kw["path"] = raw_path
-        return cls(**kw)  # type: ignore[arg-type]
+        return parse_options(cls, options)
 
 
 @dataclass(frozen=True, kw_only=True)

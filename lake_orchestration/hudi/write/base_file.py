@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.config.options import parse_bool_option, parse_int_option
+from lake_orchestration.config.options import option, parse_options
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, RECORD_KEY
@@ -49,15 +49,15 @@ _SAMPLE_ROWS = 16_384
 class ParquetWriteConfig:
     """How base files are laid out: Hudi's ``hoodie.parquet.*`` storage settings (defaults of Hudi 0.14/0.15)."""
 
-    compression: str = "gzip"
+    compression: str = option(HoodieKey.PARQUET_COMPRESSION_CODEC, "gzip", parse=str.lower)
     """``hoodie.parquet.compression.codec``."""
     compression_level: int | None = None
     """Codec level; None = parquet-mr's default for the codec (:data:`JAVA_COMPRESSION_LEVELS`)."""
-    block_size: int = 120 * 1024 * 1024
+    block_size: int = option(HoodieKey.PARQUET_BLOCK_SIZE, 120 * 1024 * 1024, minimum=1)
     """``hoodie.parquet.block.size``: bytes of compressed data per row group."""
-    page_size: int = 1024 * 1024
+    page_size: int = option(HoodieKey.PARQUET_PAGE_SIZE, 1024 * 1024, minimum=1)
     """``hoodie.parquet.page.size``: data page size and dictionary page limit."""
-    dictionary_enabled: bool = True
+    dictionary_enabled: bool = option(HoodieKey.PARQUET_DICTIONARY_ENABLED, True)
     """``hoodie.parquet.dictionary.enabled``."""
 
     @classmethod
@@ -69,18 +69,7 @@ class ParquetWriteConfig:
         Raises:
             InvalidOptionError: a size that is not an integer >= 1, a dictionary flag that is not true/false.
         """
-        o = dict(options or {})
-        kw: dict[str, Any] = {}
-        if v := o.get(HoodieKey.PARQUET_COMPRESSION_CODEC.key):
-            kw["compression"] = v.strip().lower()
-        if (v := o.get(HoodieKey.PARQUET_BLOCK_SIZE.key)) is not None:
-            kw["block_size"] = parse_int_option(HoodieKey.PARQUET_BLOCK_SIZE.key, v, minimum=1, service=service)
-        if (v := o.get(HoodieKey.PARQUET_PAGE_SIZE.key)) is not None:
-            kw["page_size"] = parse_int_option(HoodieKey.PARQUET_PAGE_SIZE.key, v, minimum=1, service=service)
-        if (v := o.get(HoodieKey.PARQUET_DICTIONARY_ENABLED.key)) is not None:
-            kw["dictionary_enabled"] = parse_bool_option(HoodieKey.PARQUET_DICTIONARY_ENABLED.key, v, service=service)
-        kw.update(overrides)
-        return cls(**kw)
+        return parse_options(cls, options, service=service, **overrides)
 
     @property
     def level(self) -> int | None:

@@ -24,8 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.config.options import parse_bool_option, parse_int_option
-from lake_orchestration.errors import InvalidOptionError, InvalidTablePropertiesError, TableNotFoundError
+from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
@@ -33,7 +32,6 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import (
     KEY_GENERATORS,
     TableConfig,
-    TableType,
     new_table_properties,
 )
 from lake_orchestration.hudi.model.schema import (
@@ -45,11 +43,12 @@ from lake_orchestration.hudi.model.schema import (
 )
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
 from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group
 from lake_orchestration.hudi.write.index import tag_locations
+from lake_orchestration.hudi.write.options import WriteOptions
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
 
 ORDER_COLUMN = "__lo_order"
@@ -63,101 +62,6 @@ class WriteOperation(str, enum.Enum):
     INSERT = "insert"
     UPSERT = "upsert"
     DELETE = "delete"
-
-
-@dataclass(frozen=True, kw_only=True)
-class WriteOptions:
-    """Table creation and write options (Hudi's key names in the field docs; see :meth:`from_hudi_options`)."""
-
-    table_name: str | None = None
-    """``hoodie.table.name`` (required to create a table)."""
-    table_type: TableType = TableType.MERGE_ON_READ
-    """``hoodie.table.type`` / ``hoodie.datasource.write.table.type``."""
-    record_key_fields: tuple[str, ...] = ()
-    """``hoodie.datasource.write.recordkey.field``."""
-    partition_fields: tuple[str, ...] = ()
-    """``hoodie.datasource.write.partitionpath.field``; empty = non-partitioned."""
-    precombine_field: str | None = None
-    """``hoodie.datasource.write.precombine.field``."""
-    key_generator: str | None = None
-    """``hoodie.datasource.write.keygenerator.class`` or SIMPLE/COMPLEX/NON_PARTITION."""
-    hive_style_partitioning: bool = False
-    """``hoodie.datasource.write.hive_style_partitioning``."""
-    payload_class: str | None = None
-    """``hoodie.compaction.payload.class`` (OverwriteWithLatestAvroPayload or DefaultHoodieRecordPayload)."""
-    combine_before_insert: bool = False
-    """``hoodie.combine.before.insert``: precombine duplicates for insert and bulk_insert too."""
-    max_rows_per_file: int = 1_000_000
-    """Rows per new base file (new file groups are split by rows; small-file filling uses bytes)."""
-    small_file_limit: int = 104_857_600
-    """``hoodie.parquet.small.file.limit``: base files below it take inserts (0 disables)."""
-    max_file_size: int = 125_829_120
-    """``hoodie.parquet.max.file.size``: the size small files are filled up to."""
-    compression: str = "gzip"
-    """``hoodie.parquet.compression.codec``."""
-    heartbeat_interval_ms: int = 60_000
-    """``hoodie.client.heartbeat.interval_in_ms``."""
-    lock: LockConfig = field(default_factory=LockConfig)
-    """``hoodie.write.lock.*``: the table lock held while the instant is created and while it is committed."""
-    options: Mapping[str, str] = field(default_factory=dict)
-    """Raw ``hoodie.*`` options: ``hoodie.table.*`` ones become table properties at creation. To take write
-    settings (small file limit, codec ...) from Hudi keys, build the options with :meth:`from_hudi_options`."""
-
-    @classmethod
-    def from_hudi_options(cls, options: Mapping[str, str], **overrides: Any) -> WriteOptions:
-        """Build from Hudi's datasource/table keys (``hoodie.datasource.write.recordkey.field`` ...)."""
-        o = dict(options)
-
-        def get(*keys: str) -> str | None:
-            for k in keys:
-                if o.get(k):
-                    return o[k]
-            return None
-
-        def csv(v: str | None) -> tuple[str, ...]:
-            return tuple(x.strip() for x in (v or "").split(",") if x.strip())
-
-        kw: dict[str, Any] = {"options": o}
-        if v := get("hoodie.table.name", "hoodie.datasource.write.table.name"):
-            kw["table_name"] = v
-        if v := get("hoodie.datasource.write.table.type", "hoodie.table.type"):
-            try:
-                kw["table_type"] = TableType(v.strip().upper())
-            except ValueError:
-                key = next(k for k in ("hoodie.datasource.write.table.type", "hoodie.table.type") if o.get(k))
-                raise InvalidOptionError(
-                    f"Invalid write option {key}={v!r}: expected COPY_ON_WRITE or MERGE_ON_READ"
-                ) from None
-        if v := get("hoodie.datasource.write.recordkey.field", "hoodie.table.recordkey.fields"):
-            kw["record_key_fields"] = csv(v)
-        if v := get("hoodie.datasource.write.partitionpath.field", "hoodie.table.partition.fields"):
-            kw["partition_fields"] = csv(v)
-        if v := get("hoodie.datasource.write.precombine.field", "hoodie.table.precombine.field"):
-            kw["precombine_field"] = v
-        if v := get("hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"):
-            kw["key_generator"] = v
-        if v := get("hoodie.datasource.write.hive_style_partitioning"):
-            kw["hive_style_partitioning"] = parse_bool_option(
-                "hoodie.datasource.write.hive_style_partitioning", v, service="write"
-            )
-        if v := get("hoodie.compaction.payload.class", "hoodie.datasource.write.payload.class"):
-            kw["payload_class"] = v
-        if v := get("hoodie.combine.before.insert"):
-            kw["combine_before_insert"] = parse_bool_option("hoodie.combine.before.insert", v, service="write")
-        if v := get("hoodie.parquet.small.file.limit"):
-            kw["small_file_limit"] = parse_int_option("hoodie.parquet.small.file.limit", v, service="write")
-        if v := get("hoodie.parquet.max.file.size"):
-            kw["max_file_size"] = parse_int_option("hoodie.parquet.max.file.size", v, minimum=1, service="write")
-        if v := get("hoodie.parquet.compression.codec"):
-            kw["compression"] = v.lower()
-        if v := get(HoodieKey.HEARTBEAT_INTERVAL_MS.key):
-            # 0 or less would make every live write look stale to a rollback
-            kw["heartbeat_interval_ms"] = parse_int_option(
-                HoodieKey.HEARTBEAT_INTERVAL_MS.key, v, minimum=1, service="write"
-            )
-        kw["lock"] = LockConfig.from_options(o)
-        kw.update(overrides)
-        return cls(**kw)
 
 
 @dataclass

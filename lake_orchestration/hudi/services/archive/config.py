@@ -6,42 +6,48 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import check_minimums, option, parse_options
 from lake_orchestration.errors import InvalidOptionError
 from lake_orchestration.hudi.services.clean.config import CleaningPolicy
-from lake_orchestration.hudi.services.compaction.config import CompactionConfig, TriggerStrategy
+from lake_orchestration.hudi.services.compaction.config import TriggerStrategy
 from lake_orchestration.hudi.table.lock import LockConfig
 
 
 @dataclass(frozen=True, kw_only=True)
 class ArchiveConfig:
-    """Archival settings (defaults of Hudi 0.14/0.15)."""
+    """Archival settings (defaults of Hudi 0.14/0.15); :meth:`from_options` reads them from Hudi's keys."""
 
-    min_commits: int = 20
+    min_commits: int = option(HoodieKey.KEEP_MIN_COMMITS, 20, minimum=0)
     """``hoodie.keep.min.commits``."""
-    max_commits: int = 30
+    max_commits: int = option(HoodieKey.KEEP_MAX_COMMITS, 30, minimum=0)
     """``hoodie.keep.max.commits``."""
-    archival_batch: int = 10
-    """``hoodie.commits.archival.batch``: records per Avro block of an archive file."""
-    archive_beyond_savepoint: bool = False
+    archival_batch: int = option(HoodieKey.COMMITS_ARCHIVAL_BATCH, 10, minimum=0)
+    """``hoodie.commits.archival.batch``: records per Avro block of an archive file (>= 1: :meth:`validate`)."""
+    archive_beyond_savepoint: bool = option(HoodieKey.ARCHIVE_BEYOND_SAVEPOINT, False)
     """``hoodie.archive.beyond.savepoint``."""
-    merge_enable: bool = False
+    merge_enable: bool = option(HoodieKey.ARCHIVE_MERGE_ENABLE, False)
     """``hoodie.archive.merge.enable``."""
-    merge_files_batch_size: int = 10
-    """``hoodie.archive.merge.files.batch.size``: minimum number of small files to merge."""
-    merge_small_file_limit_bytes: int = 20 * 1024 * 1024
+    merge_files_batch_size: int = option(HoodieKey.ARCHIVE_MERGE_FILES_BATCH_SIZE, 10, minimum=0)
+    """``hoodie.archive.merge.files.batch.size``: minimum number of small files to merge (>= 1: :meth:`validate`)."""
+    merge_small_file_limit_bytes: int = option(
+        HoodieKey.ARCHIVE_MERGE_SMALL_FILE_LIMIT_BYTES, 20 * 1024 * 1024, minimum=0
+    )
     """``hoodie.archive.merge.small.file.limit.bytes``."""
-    cleaner_policy: CleaningPolicy = CleaningPolicy.KEEP_LATEST_COMMITS
+    cleaner_policy: CleaningPolicy = option(HoodieKey.CLEANER_POLICY, CleaningPolicy.KEEP_LATEST_COMMITS)
     """``hoodie.cleaner.policy``."""
-    cleaner_commits_retained: int = 10
+    cleaner_commits_retained: int = option(HoodieKey.CLEANER_COMMITS_RETAINED, 10, minimum=0)
     """``hoodie.cleaner.commits.retained``."""
-    cleaner_hours_retained: int = 24
+    cleaner_hours_retained: int = option(HoodieKey.CLEANER_HOURS_RETAINED, 24, minimum=0)
     """``hoodie.cleaner.hours.retained``."""
-    compaction_trigger: TriggerStrategy = TriggerStrategy.NUM_COMMITS
+    compaction_trigger: TriggerStrategy = option(HoodieKey.COMPACT_TRIGGER_STRATEGY, TriggerStrategy.NUM_COMMITS)
     """``hoodie.compact.inline.trigger.strategy`` (MOR: deltacommits a future compaction needs stay active)."""
-    max_delta_commits: int = 5
+    max_delta_commits: int = option(HoodieKey.COMPACT_MAX_DELTA_COMMITS, 5, minimum=0)
     """``hoodie.compact.inline.max.delta.commits``."""
     lock: LockConfig = field(default_factory=LockConfig)
     """``hoodie.write.lock.*``: the table lock held for the whole run (archive and merge)."""
+
+    def __post_init__(self) -> None:
+        check_minimums(self, service="archive")
 
     @classmethod
     def from_options(
@@ -53,47 +59,7 @@ class ArchiveConfig:
             InvalidOptionError: A value that does not parse, naming the key and the value.
         """
         merged = {**dict(table_properties or {}), **dict(options or {})}
-
-        def integer(key: HoodieKey) -> int:
-            raw = merged.get(key.key, key.default or "")
-            try:
-                value = int(raw)
-            except ValueError as err:
-                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected an integer") from err
-            if value < 0:
-                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected an integer >= 0")
-            return value
-
-        def boolean(key: HoodieKey) -> bool:
-            raw = merged.get(key.key, key.default or "false")
-            if raw.strip().lower() not in ("true", "false"):
-                raise InvalidOptionError(f"Invalid archive option {key.key}={raw!r}: expected true or false")
-            return raw.strip().lower() == "true"
-
-        raw_policy = merged.get(HoodieKey.CLEANER_POLICY.key, HoodieKey.CLEANER_POLICY.default or "")
-        try:
-            policy = CleaningPolicy(raw_policy.strip().upper())
-        except ValueError as err:
-            raise InvalidOptionError(
-                f"Invalid option {HoodieKey.CLEANER_POLICY.key}={raw_policy!r}: expected one of "
-                f"{', '.join(p.value for p in CleaningPolicy)}"
-            ) from err
-        compaction = CompactionConfig.from_options(merged)
-        return cls(
-            min_commits=integer(HoodieKey.KEEP_MIN_COMMITS),
-            max_commits=integer(HoodieKey.KEEP_MAX_COMMITS),
-            archival_batch=integer(HoodieKey.COMMITS_ARCHIVAL_BATCH),
-            archive_beyond_savepoint=boolean(HoodieKey.ARCHIVE_BEYOND_SAVEPOINT),
-            merge_enable=boolean(HoodieKey.ARCHIVE_MERGE_ENABLE),
-            merge_files_batch_size=integer(HoodieKey.ARCHIVE_MERGE_FILES_BATCH_SIZE),
-            merge_small_file_limit_bytes=integer(HoodieKey.ARCHIVE_MERGE_SMALL_FILE_LIMIT_BYTES),
-            cleaner_policy=policy,
-            cleaner_commits_retained=integer(HoodieKey.CLEANER_COMMITS_RETAINED),
-            cleaner_hours_retained=integer(HoodieKey.CLEANER_HOURS_RETAINED),
-            compaction_trigger=compaction.trigger_strategy,
-            max_delta_commits=compaction.max_delta_commits,
-            lock=LockConfig.from_options(options),
-        )
+        return parse_options(cls, merged, service="archive", lock=LockConfig.from_options(options))
 
     def validate(self) -> None:
         """The checks of ``HoodieWriteConfig.Builder.validate`` (0.14/0.15) that concern archival.
