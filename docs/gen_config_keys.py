@@ -26,11 +26,16 @@ def _cell(text: str | None) -> str:
     return re.sub(r"([|*_])", r"\\\1", text)
 
 
+def _also(m: HoodieKey) -> str:
+    names = [f"`{a}`" for a in m.aliases] + [f"`{d}` (deprecated)" for d in m.deprecated]
+    return ", ".join(names) or "—"
+
+
 def _rows(members: list[HoodieKey]) -> list[str]:
-    out = ["| Key | Default | Member | Meaning |", "|---|---|---|---|"]
+    out = ["| Key | Default | Also read from | Member | Meaning |", "|---|---|---|---|---|"]
     for m in members:
         default = "—" if m.default is None else f"`{m.default}`"
-        out.append(f"| `{m.key}` | {default} | `HoodieKey.{m.name}` | {_cell(m.doc)} |")
+        out.append(f"| `{m.key}` | {default} | {_also(m)} | `HoodieKey.{m.name}` | {_cell(m.doc)} |")
     return out
 
 
@@ -45,6 +50,14 @@ def render() -> str:
         "`HoodieKey` member (`HoodieKey.TABLE_TYPE.key`, `.default`, `.doc`; `HoodieKey.by_key(\"hoodie.table.type\")`",
         "maps a string back). Listed in declaration order: the table config stored in `.hoodie/hoodie.properties`",
         "first, then write and read options. A default of — means the key has no default.",
+        "",
+        "Typed configs (`CompactionConfig`, `CleanConfig`, `ArchiveConfig`, `LockConfig`, `WriteOptions`, ...) declare",
+        "each field with `option(HoodieKey.X, default, minimum=...)` and are built from an option map by",
+        "`lake_orchestration.config.options.parse_options`: a missing key keeps the default, a key with no value is",
+        "read from the keys in *Also read from* in order (a deprecated name last, with a logged warning), and a value",
+        "that does not parse fails with `InvalidOptionError`, naming the key, the value and what was expected:",
+        "`Invalid <service> option <key>='<value>': expected <what>` (integers as written, booleans only `true` or",
+        "`false`, enums by name in any case).",
         "",
         *_rows(list(HoodieKey)),
         "",
