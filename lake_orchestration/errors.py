@@ -51,6 +51,16 @@ class TableNotFoundError(LakeOrchestrationError):
         super().__init__(f"No Hudi table at {table_uri}: expected {table_uri.rstrip('/')}/.hoodie/hoodie.properties")
 
 
+class PaimonTableNotFoundError(TableNotFoundError):
+    """The path holds no Paimon table (no ``schema/schema-N`` file)."""
+
+    def __init__(self, table_uri: str) -> None:
+        self.table_uri = table_uri
+        LakeOrchestrationError.__init__(
+            self, f"No Paimon table at {table_uri}: expected {table_uri.rstrip('/')}/schema/schema-<id> files"
+        )
+
+
 class InvalidTablePropertiesError(LakeOrchestrationError):
     """``hoodie.properties`` is malformed or holds an invalid value."""
 

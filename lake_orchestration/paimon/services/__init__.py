@@ -1,0 +1,1 @@
+"""Paimon table services (merge-tree compaction)."""
