@@ -124,8 +124,8 @@ def field_names(schema: dict[str, Any]) -> list[str]:
     return [f["name"] for f in schema["fields"]]
 
 
-def has_meta_fields(schema: dict[str, Any]) -> bool:
-    return all(n in field_names(schema) for n in META_FIELDS)
+AVRO_NAMESPACE_PREFIX = "hoodie"
+"""Avro namespace of a table's record schema: ``hoodie.<table>`` (``AvroConversionUtils``), not a config key."""
 
 
 def arrow_to_avro_schema(schema: pa.Schema, *, table_name: str) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def arrow_to_avro_schema(schema: pa.Schema, *, table_name: str) -> dict[str, Any
     parent's full name (reference/hudi/base-file.md §4.2).
     """
     name = f"{table_name}_record"
-    ns = f"hoodie.{table_name}"
+    ns = f"{AVRO_NAMESPACE_PREFIX}.{table_name}"
     return {
         "type": "record",
         "name": name,

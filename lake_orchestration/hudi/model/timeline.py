@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from lake_orchestration.config.keys import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
 from lake_orchestration.hudi.model.instant import (
     WRITE_ACTIONS,
     Action,
@@ -20,7 +21,7 @@ from lake_orchestration.hudi.model.instant import (
 
 # Names in .hoodie/ that are not instants and are expected there ("lock": the table lock of
 # FileSystemBasedLockProvider, see hudi/table/lock.py).
-_KNOWN_NON_INSTANT = {"hoodie.properties", "hoodie.properties.backup", "lock"}
+_KNOWN_NON_INSTANT = {PROPERTIES_FILE, PROPERTIES_BACKUP_FILE, "lock"}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
-from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.keys import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE, HoodieKey
 from lake_orchestration.errors import (
     FileAlreadyExistsError,
     InstantNotFoundError,
@@ -43,8 +43,7 @@ from lake_orchestration.io.storage import FileInfo, Storage
 log = logging.getLogger(__name__)
 
 HOODIE_DIR = ".hoodie"
-PROPERTIES_FILE = "hoodie.properties"
-BACKUP_FILE = "hoodie.properties.backup"
+BACKUP_FILE = PROPERTIES_BACKUP_FILE
 METADATA_DIR = "metadata"
 _LISTING_THREADS = 16
 """Folders listed at once on an object store."""

@@ -876,16 +876,6 @@ class DynamicBoundedBloomFilter(HoodieBloomFilter):
         )
 
 
-def new_bloom_filter(
-    num_entries: int = DEFAULT_NUM_ENTRIES,
-    fpp: float = DEFAULT_FPP,
-    filter_type: str = DEFAULT_FILTER_TYPE,
-    max_entries: int = DEFAULT_DYNAMIC_MAX_ENTRIES,
-) -> HoodieBloomFilter:
-    """``HoodieBloomFilter.create``: a new empty filter from Hudi's bloom configs (defaults = Hudi's defaults)."""
-    return HoodieBloomFilter.create(num_entries, fpp, filter_type, max_entries)
-
-
 def bloom_footer(
     keys: Iterable[str] | pa.Array | pa.ChunkedArray,
     *,

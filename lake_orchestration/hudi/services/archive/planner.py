@@ -15,6 +15,7 @@ from typing import Any
 
 import pendulum
 
+from lake_orchestration.config.keys import PROPERTIES_FILE
 from lake_orchestration.errors import CorruptFileError, StorageError, TableNotFoundError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata
 from lake_orchestration.hudi.model.instant import (
@@ -179,7 +180,7 @@ def metadata_table_compaction_bound(table: HudiTable) -> tuple[bool, str | None]
     Raises:
         CorruptFileError: The metadata table exists but its properties cannot be read.
     """
-    mdt_props = table.storage.join(".hoodie", METADATA_TABLE_DIR, ".hoodie", "hoodie.properties")
+    mdt_props = table.storage.join(".hoodie", METADATA_TABLE_DIR, ".hoodie", PROPERTIES_FILE)
     if not table.metadata_table_exists():
         return False, None
     try:
