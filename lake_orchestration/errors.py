@@ -185,10 +185,6 @@ class InvalidOptionError(PlanError):
     the value and what was expected."""
 
 
-class CommitConflictError(LakeOrchestrationError):
-    """Another writer changed the table in a conflicting way; re-plan before retrying."""
-
-
 class CommitStateUnknownError(LakeOrchestrationError):
     """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up."""
 
