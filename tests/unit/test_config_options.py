@@ -1,0 +1,153 @@
+"""The config registry (``config/keys.py``) and its one parser (``config/options.py``): every typed config is
+built from Hudi's keys the same way, and a bad value names the key, the raw value and what was expected."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+
+import pytest
+
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import (
+    HeartbeatConfig,
+    option,
+    option_specs,
+    parse_duration_ms,
+    parse_options,
+)
+from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
+from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName
+from lake_orchestration.hudi.table.lock import IN_PROCESS_LOCK_PROVIDER, LockConfig
+from lake_orchestration.hudi.write.base_file import ParquetWriteConfig
+from lake_orchestration.hudi.write.options import WriteOptions
+
+CONFIGS = [CompactionConfig, CleanConfig, ArchiveConfig, LockConfig, ParquetWriteConfig, HeartbeatConfig, WriteOptions]
+
+
+@pytest.mark.parametrize("cls", CONFIGS, ids=lambda c: c.__name__)
+def test_config_defaults_equal_registry_defaults_parsed(cls: type) -> None:
+    """A field's default is its key's registry default, parsed (the registry documents what the code does)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    for attr, spec in option_specs(cls).items():
+        if spec.key.default is None or defaults[attr] is None:
+            continue
+        parsed = parse_options(cls, {spec.key.key: spec.key.default})
+        assert getattr(parsed, attr) == defaults[attr], (cls.__name__, attr, spec.key.key, spec.key.default)
+
+
+def test_parse_options_absent_keys_keep_defaults_given_keys_parsed() -> None:
+    cfg = CompactionConfig.from_options(
+        {
+            HoodieKey.COMPACTION_STRATEGY.key: "org.apache.hudi.table.action.compact.strategy.UnBoundedCompaction"
+            "Strategy",
+            HoodieKey.PARQUET_COMPRESSION_CODEC.key: "ZSTD",
+            HoodieKey.PARQUET_DICTIONARY_ENABLED.key: " False ",
+            HoodieKey.COMPACT_MAX_DELTA_COMMITS.key: " 7 ",
+        }
+    )
+    assert cfg.strategy is CompactionStrategyName.UNBOUNDED
+    assert (cfg.compression, cfg.dictionary_enabled, cfg.max_delta_commits) == ("zstd", False, 7)
+    assert cfg.target_io_mb == CompactionConfig().target_io_mb
+
+
+def test_parse_options_enum_by_name_any_case_and_overrides_win() -> None:
+    cfg = CleanConfig.from_options({HoodieKey.CLEANER_POLICY.key: "keep_latest_by_hours"}, commits_retained=4)
+    assert cfg.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS and cfg.commits_retained == 4
+
+
+def test_parse_options_alias_read_when_key_absent_or_blank() -> None:
+    opts = WriteOptions.from_hudi_options(
+        {
+            HoodieKey.TABLE_NAME.key: "",
+            "hoodie.datasource.write.table.name": "t",
+            "hoodie.table.type": "COPY_ON_WRITE",
+            "hoodie.table.recordkey.fields": "a, b",
+        }
+    )
+    assert (opts.table_name, opts.table_type, opts.record_key_fields) == ("t", TableType.COPY_ON_WRITE, ("a", "b"))
+    # the key itself wins over its alias
+    both = {HoodieKey.WRITE_TABLE_TYPE.key: "MERGE_ON_READ", "hoodie.table.type": "COPY_ON_WRITE"}
+    assert WriteOptions.from_hudi_options(both).table_type is TableType.MERGE_ON_READ
+
+
+def test_parse_options_deprecated_name_read_last_with_warning(caplog: pytest.LogCaptureFixture) -> None:
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Formats:
+        base: str = option(HoodieKey.BASE_FILE_FORMAT, "PARQUET")
+
+    (old,) = HoodieKey.BASE_FILE_FORMAT.deprecated
+    with caplog.at_level(logging.WARNING, logger="lake_orchestration.config.options"):
+        assert parse_options(Formats, {old: "ORC"}).base == "ORC"
+    assert old in caplog.text and HoodieKey.BASE_FILE_FORMAT.key in caplog.text
+    assert parse_options(Formats, {old: "ORC", HoodieKey.BASE_FILE_FORMAT.key: "HFILE"}).base == "HFILE"
+
+
+BAD = [
+    (CompactionConfig, HoodieKey.COMPACT_MAX_DELTA_COMMITS, "-1", "compaction", "an integer >= 0"),
+    (CompactionConfig, HoodieKey.COMPACTION_STRATEGY, "Fastest", "compaction", "one of LogFileSizeBased"),
+    (CompactionConfig, HoodieKey.COMPACT_TRIGGER_STRATEGY, "sometimes", "compaction", "one of NUM_COMMITS"),
+    (CompactionConfig, HoodieKey.PARQUET_BLOCK_SIZE, "0", "compaction", "an integer >= 1"),
+    (CompactionConfig, HoodieKey.METADATA_ENABLE, "yes", "compaction", "true or false"),
+    (CleanConfig, HoodieKey.CLEANER_FILEVERSIONS_RETAINED, "abc", "clean", "an integer >= 1"),
+    (CleanConfig, HoodieKey.HEARTBEAT_INTERVAL_MS, "0", "clean", "an integer >= 1"),
+    (ArchiveConfig, HoodieKey.KEEP_MIN_COMMITS, "1.5", "archive", "an integer >= 0"),
+    (ArchiveConfig, HoodieKey.ARCHIVE_MERGE_ENABLE, "1", "archive", "true or false"),
+    (LockConfig, HoodieKey.LOCK_PROVIDER, "ZookeeperBasedLockProvider", "", "org.apache.hudi.client"),
+    (LockConfig, HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS, "0", "", "an integer >= 1"),
+    (WriteOptions, HoodieKey.WRITE_TABLE_TYPE, "MOR", "write", "one of COPY_ON_WRITE, MERGE_ON_READ"),
+    (WriteOptions, HoodieKey.PARQUET_SMALL_FILE_LIMIT, "", "write", "an integer >= 0"),
+]
+
+
+@pytest.mark.parametrize(("cls", "key", "raw", "service", "expected"), BAD, ids=[f"{b[1].name}={b[2]}" for b in BAD])
+def test_parse_options_bad_value_error_names_service_key_value_expectation(
+    cls: type, key: HoodieKey, raw: str, service: str, expected: str
+) -> None:
+    build = getattr(cls, "from_hudi_options", None) or cls.from_options
+    with pytest.raises(InvalidOptionError) as err:
+        build({key.key: raw})
+    what = f"Invalid {service} option" if service else "Invalid option"
+    assert str(err.value).startswith(f"{what} {key.key}={raw!r}: expected {expected}"), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("cls", "field", "value", "key"),
+    [
+        (CompactionConfig, "target_io_mb", -5, HoodieKey.COMPACTION_TARGET_IO),
+        (CleanConfig, "max_commits", 0, HoodieKey.CLEAN_MAX_COMMITS),
+        (ArchiveConfig, "min_commits", -1, HoodieKey.KEEP_MIN_COMMITS),
+        (LockConfig, "tolerable_misses", 0, HoodieKey.HEARTBEAT_TOLERABLE_MISSES),
+        (HeartbeatConfig, "interval_ms", 0, HoodieKey.HEARTBEAT_INTERVAL_MS),
+        (WriteOptions, "max_file_size", 0, HoodieKey.PARQUET_MAX_FILE_SIZE),
+    ],
+)
+def test_config_constructed_below_minimum_refused_naming_key(cls: type, field: str, value: int, key: HoodieKey) -> None:
+    with pytest.raises(InvalidOptionError, match=rf"{re.escape(key.key)}={value}: expected an integer >= "):
+        cls(**{field: value})
+
+
+def test_lock_config_short_provider_name_and_round_trip_through_options() -> None:
+    cfg = LockConfig.from_options(
+        {HoodieKey.LOCK_PROVIDER.key: "inprocesslockprovider", HoodieKey.LOCK_WAIT_TIME_MS.key: "5"}
+    )
+    assert (cfg.provider, cfg.wait_time_ms) == (IN_PROCESS_LOCK_PROVIDER, 5)
+    assert LockConfig.from_options(cfg.to_options()) == cfg
+
+
+@pytest.mark.parametrize(
+    ("raw", "ms"),
+    [("250", 250), ("250ms", 250), ("30s", 30_000), ("5m", 300_000), (" 2h ", 7_200_000), ("1d", 86_400_000)],
+)
+def test_parse_duration_ms_plain_ms_or_unit(raw: str, ms: int) -> None:
+    assert parse_duration_ms("k", raw) == ms
+
+
+@pytest.mark.parametrize("raw", ["", "abc", "1.5s", "-3s", "10y"])
+def test_parse_duration_ms_bad_value_names_key_and_value(raw: str) -> None:
+    with pytest.raises(InvalidOptionError, match=re.escape(f"Invalid option k={raw!r}: expected a duration")):
+        parse_duration_ms("k", raw)
