@@ -138,14 +138,14 @@ class LockConfig:
         return out
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str] | None) -> LockConfig:
+    def from_options(cls, options: Mapping[str, str] | None, *, service: str = "") -> LockConfig:
         """Parse the ``hoodie.write.lock.*`` keys (and ``hoodie.client.heartbeat.tolerable.misses``) of an option
         map; other keys are ignored.
 
         Raises:
             InvalidOptionError: a value does not parse or is out of range (the message names the key and value).
         """
-        return parse_options(cls, options)
+        return parse_options(cls, options, service=service)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -67,5 +67,5 @@ class WriteOptions:
         """
         o = dict(options)
         overrides.setdefault("options", o)
-        overrides.setdefault("lock", LockConfig.from_options(o))
+        overrides.setdefault("lock", LockConfig.from_options(o, service="write"))
         return parse_options(cls, o, service="write", **overrides)

@@ -59,7 +59,7 @@ class ArchiveConfig:
             InvalidOptionError: A value that does not parse, naming the key and the value.
         """
         merged = {**dict(table_properties or {}), **dict(options or {})}
-        return parse_options(cls, merged, service="archive", lock=LockConfig.from_options(options))
+        return parse_options(cls, merged, service="archive", lock=LockConfig.from_options(options, service="archive"))
 
     def validate(self) -> None:
         """The checks of ``HoodieWriteConfig.Builder.validate`` (0.14/0.15) that concern archival.

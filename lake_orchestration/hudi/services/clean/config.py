@@ -73,6 +73,6 @@ class CleanConfig:
                 key and the value.
         """
         opts = dict(options or {})
-        overrides.setdefault("lock", LockConfig.from_options(opts))
+        overrides.setdefault("lock", LockConfig.from_options(opts, service="clean"))
         overrides.setdefault("heartbeat", HeartbeatConfig.from_options(opts, service="clean"))
         return parse_options(cls, opts, service="clean", **overrides)

@@ -132,5 +132,5 @@ class CompactionConfig:
         if FLINK_MAX_MEMORY_MB in opts and "memory_max_bytes" not in overrides:
             mb = parse_int_option(FLINK_MAX_MEMORY_MB, opts[FLINK_MAX_MEMORY_MB], service="compaction")
             overrides = {**overrides, "memory_max_bytes": mb * 1024 * 1024}
-        overrides.setdefault("lock", LockConfig.from_options(opts))
+        overrides.setdefault("lock", LockConfig.from_options(opts, service="compaction"))
         return parse_options(cls, opts, service="compaction", **overrides)

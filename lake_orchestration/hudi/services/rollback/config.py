@@ -1,0 +1,51 @@
+"""Rollback options under Hudi's key names: the table lock, the writer heartbeats that tell a live attempt from a
+failed one, and ``hoodie.metadata.enable``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import HeartbeatConfig, option, parse_options
+from lake_orchestration.hudi.table.lock import LockConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollbackConfig:
+    """Settings of a rollback (of a failed write, an inflight (log) compaction or an unreadable pending rollback)."""
+
+    lock: LockConfig = field(default_factory=LockConfig)
+    """``hoodie.write.lock.*``: the table lock held for the whole rollback."""
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    """``hoodie.client.heartbeat.*``: an attempt whose heartbeat is younger than its expiry is alive and is not
+    rolled back."""
+    metadata_enable: bool = option(HoodieKey.METADATA_ENABLE, True)
+    """``hoodie.metadata.enable``: a rollback does not update Hudi's metadata table, so a table that has one is
+    refused unless this is ``false``, which deletes the metadata table first."""
+
+    def metadata_options(self) -> dict[str, str]:
+        """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
+        return {HoodieKey.METADATA_ENABLE.key: "true" if self.metadata_enable else "false"}
+
+    def to_options(self) -> dict[str, str]:
+        """The Hudi keys of these settings (``from_options(to_options())`` gives the same config)."""
+        return {
+            **self.lock.to_options(),
+            HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(self.heartbeat.interval_ms),
+            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.heartbeat.tolerable_misses),
+            **self.metadata_options(),
+        }
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> RollbackConfig:
+        """Parse Hudi keys; ``overrides`` (typed values) win.
+
+        Raises:
+            InvalidOptionError: a value that does not parse or is out of range, naming the key and the value.
+        """
+        opts = dict(options or {})
+        overrides.setdefault("lock", LockConfig.from_options(opts, service="rollback"))
+        overrides.setdefault("heartbeat", HeartbeatConfig.from_options(opts, service="rollback"))
+        return parse_options(cls, opts, service="rollback", **overrides)
