@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.keys import PROPERTIES_FILE, TABLE_CONFIG_PREFIX, HoodieKey
 from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
@@ -111,7 +111,7 @@ def _open_or_create(base_uri: str, data_schema: pa.Schema, options: WriteOptions
             ) from None
         user = pa.schema([f for f in data_schema if f.name not in META_FIELDS])
         avro = arrow_to_avro_schema(user, table_name=options.table_name)
-        table_props = {k: v for k, v in options.options.items() if k.startswith("hoodie.table.")}
+        table_props = {k: v for k, v in options.options.items() if k.startswith(TABLE_CONFIG_PREFIX)}
         props = new_table_properties(
             name=options.table_name,
             table_type=options.table_type,
@@ -147,7 +147,7 @@ def _validate(table: HudiTable, options: WriteOptions) -> None:
         )
     if options.precombine_field:
         checks.append((HoodieKey.PRECOMBINE_FIELD.key, options.precombine_field, cfg.precombine_field))
-    if "hoodie.datasource.write.table.type" in options.options or "hoodie.table.type" in options.options:
+    if any(k in options.options for k in HoodieKey.WRITE_TABLE_TYPE.lookup_keys):
         checks.append((HoodieKey.TABLE_TYPE.key, options.table_type.value, cfg.table_type.value))
     if options.key_generator:
         checks.append(
@@ -160,7 +160,7 @@ def _validate(table: HudiTable, options: WriteOptions) -> None:
     for key, given, actual in checks:
         if given != actual:
             raise InvalidTablePropertiesError(
-                table.storage.uri(table.storage.join(".hoodie", "hoodie.properties")),
+                table.storage.uri(table.storage.join(".hoodie", PROPERTIES_FILE)),
                 f"write option {key}={given!r} does not match the table's {key}={actual!r}",
             )
 
