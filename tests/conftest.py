@@ -15,16 +15,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAKE_ORCH_SHARED", REPO_ROOT.parent / "shared")).resolve()
 FIXTURE_TABLES = SHARED / "fixtures" / "hudi-tables"
 FIXTURE_LOG_FILES = SHARED / "fixtures" / "hudi-log-files"
+FIXTURE_HFILES = SHARED / "fixtures" / "hfiles"
 # .ci/run sets this: in CI a missing ../shared is a failure, not a skip.
 REQUIRE_SHARED = os.environ.get("LAKE_ORCH_REQUIRE_SHARED") == "1"
 
 
-def require_shared() -> None:
+def require_shared(fixture_dir: Path = FIXTURE_TABLES) -> None:
     """Skip (or fail, in CI) when the shared fixtures are not beside the checkout."""
-    if FIXTURE_TABLES.is_dir():
+    if fixture_dir.is_dir():
         return
     reason = (
-        f"Java-written fixture tables not found at {FIXTURE_TABLES}: they live in ../shared beside the "
+        f"Java-written fixtures not found at {fixture_dir}: they live in ../shared beside the "
         "checkout (CI has them; a user's clone does not)"
     )
     if REQUIRE_SHARED:
