@@ -1,0 +1,301 @@
+"""Table maintenance commands: ``rollback`` (of failed writes), ``clean``, ``savepoint create|delete|show`` and
+``archive``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from lake_orchestration.cli.common import duration_seconds, engine_or_none, open_table, parse_options, spark_master
+from lake_orchestration.cli.output import Output, json_option, table
+from lake_orchestration.cli.storage_options import storage_options
+from lake_orchestration.hudi.table import HudiTable
+
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.services.archive import ArchiveResult
+    from lake_orchestration.hudi.services.clean import CleanResult
+    from lake_orchestration.hudi.services.savepoint import SavepointInfo, SavepointResult
+
+
+# -- rollback -------------------------------------------------------------------------------------------------------
+def _rollback_row(instant: str, reason: str, result: Any) -> dict[str, Any]:
+    """One rolled back write: its rollback instant, or on a dry run (a ``RollbackPlan``) what would be deleted."""
+    from lake_orchestration.hudi.model.avro import RollbackPlan
+
+    if isinstance(result, RollbackPlan):
+        requests = result.rollback_requests or ()
+        return {
+            "instant": instant,
+            "reason": reason,
+            "dry_run": True,
+            "files_to_delete": [f for req in requests for f in req.files_to_be_deleted],
+            "log_files_with_blocks": [f for req in requests for f in (req.log_blocks_to_be_deleted or {})],
+        }
+    return {"instant": instant, "reason": reason, "rollback_instant": str(result.time)}
+
+
+def _print_rollbacks(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        click.echo("Nothing to roll back")
+    for row in rows:
+        if row.get("dry_run"):
+            click.echo(
+                f"Would roll back {row['instant']} ({row['reason']}): delete {len(row['files_to_delete'])} "
+                f"file(s), add rollback blocks for {len(row['log_files_with_blocks'])} log file(s)"
+            )
+        else:
+            click.echo(f"Rolled back {row['instant']} ({row['reason']}) with rollback {row['rollback_instant']}")
+
+
+def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
+    from lake_orchestration.hudi.model.instant import Action
+
+    inst = t.timeline.get(instant_time, Action.ROLLBACK)
+    return inst is not None and inst.action is Action.ROLLBACK and not inst.is_completed
+
+
+@click.command("rollback")
+@click.argument("path")
+@click.option(
+    "--instant-time",
+    default=None,
+    help="Roll back this pending write (or inflight compaction); or remove this pending rollback whose plan does "
+    "not decode.",
+)
+@click.option("--stale", is_flag=True, help="Roll back every stale pending write (expired heartbeat / timeout).")
+@click.option(
+    "--timeout", default=None, help="With --stale: also writes without a heartbeat older than this (15m, 2h)."
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.client.heartbeat.interval_in_ms / hoodie.client.heartbeat.tolerable.misses / "
+    "hoodie.metadata.enable=false",
+)
+@click.option("--dry-run", is_flag=True, help="Only print the plan.")
+@json_option()
+@storage_options
+def rollback_cmd(
+    path: str,
+    instant_time: str | None,
+    stale: bool,
+    timeout: str | None,
+    options: tuple[str, ...],
+    dry_run: bool,
+    out: Output,
+) -> None:
+    """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
+    from lake_orchestration.config.options import heartbeat_options
+    from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write
+
+    if bool(instant_time) == stale:
+        raise ValueError("give exactly one of --instant-time T or --stale")
+    opts = parse_options(options)
+    interval, misses = heartbeat_options(opts, service="rollback")
+    t = open_table(path)
+    if instant_time and _is_pending_rollback(t, instant_time):
+        from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
+
+        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, options=opts)
+
+        def print_removed(r: dict[str, Any]) -> None:
+            click.echo(
+                f"{'Would remove' if dry_run else 'Removed'} the pending rollback {instant_time} whose plan does not "
+                f"decode: {', '.join(r['files'])}. Roll back its failed write again (lake-orch rollback {path} --stale)"
+            )
+
+        out.show({"removed_pending_rollback": instant_time, "dry_run": dry_run, "files": removed}, print_removed)
+        return
+    if instant_time:
+        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
+    else:
+        results = [
+            (str(s.instant.time), s.reason, r)
+            for s, r in rollback_stale_writes(
+                t,
+                interval_ms=interval,
+                tolerable_misses=misses,
+                timeout_s=duration_seconds(timeout) if timeout else None,
+                dry_run=dry_run,
+                options=opts,
+            )
+        ]
+    out.show([_rollback_row(*r) for r in results], _print_rollbacks)
+
+
+# -- clean / savepoint -------------------------------------------------------------------------------------------
+def _print_clean(res: CleanResult) -> None:
+    for tmp in res.temp_files:
+        click.echo(f"{'Would remove' if res.dry_run else 'Removed'} abandoned temporary file {tmp}")
+    ectr = res.earliest_commit_to_retain or "none"
+    if res.dry_run:
+        if not res.file_count:
+            click.echo(f"Nothing would be deleted ({res.reason or 'no pending clean'})")
+            return
+        click.echo(f"Would delete {res.file_count} file(s) ({res.policy}, earliest commit to retain {ectr}):")
+        for p, names in sorted(res.files.items()):
+            for n in names:
+                click.echo(f"  {p + '/' if p else ''}{n}")
+        return
+    if not res.instants:
+        click.echo(f"No clean: {res.reason}")
+        return
+    click.echo(
+        f"Completed clean {', '.join(res.instants)}: deleted {res.deleted} file(s)"
+        + (f", {res.failed} failed" if res.failed else "")
+        + f" ({res.policy}, earliest commit to retain {ectr})"
+    )
+
+
+@click.command("clean")
+@click.argument("path")
+@click.option("--dry-run", is_flag=True, help="Only print what would be deleted (nothing is written).")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.cleaner.policy, hoodie.cleaner.commits.retained, hoodie.cleaner.fileversions.retained, "
+    "hoodie.cleaner.hours.retained, hoodie.clean.max.commits, ... as key=value (repeatable).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default="local",
+    show_default=True,
+    help="Where the deletes run: Spark tasks or a local thread pool.",
+)
+@click.option("--spark-master", default="local[*]", show_default=True, callback=spark_master)
+@json_option()
+@storage_options
+def clean_cmd(path: str, dry_run: bool, options: tuple[str, ...], engine: str, spark_master: str, out: Output) -> None:
+    """Delete file slices no retained commit, savepoint or pending compaction needs (pending cleans first)."""
+    from lake_orchestration.hudi.services.clean import run_clean
+
+    res = run_clean(
+        open_table(path),
+        parse_options(options),
+        dry_run=dry_run,
+        engine=None if dry_run else engine_or_none(engine, spark_master),
+    )
+    out.show(res, _print_clean)
+
+
+@click.group("savepoint")
+def savepoint_group() -> None:
+    """Savepoints: keep the files of a commit from clean and archive."""
+
+
+def _print_savepoint(r: SavepointResult) -> None:
+    click.echo(f"{'Would savepoint' if r.dry_run else 'Savepointed'} {r.instant}: {r.file_count} file(s) kept")
+
+
+@savepoint_group.command("create")
+@click.argument("path")
+@click.option("--instant-time", required=True, help="The completed commit to savepoint.")
+@click.option("--user", default=None, help="savepointedBy (default: the OS user).")
+@click.option("--comments", default="", help="Free text stored with the savepoint.")
+@click.option("--dry-run", is_flag=True, help="Only print what the savepoint would list.")
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
+@json_option()
+@storage_options
+def savepoint_create(
+    path: str,
+    instant_time: str,
+    user: str | None,
+    comments: str,
+    dry_run: bool,
+    options: tuple[str, ...],
+    out: Output,
+) -> None:
+    """Savepoint a completed commit."""
+    from lake_orchestration.hudi.services.savepoint import SavepointResult, create_savepoint
+    from lake_orchestration.hudi.table.lock import LockConfig
+
+    lock = LockConfig.from_options(parse_options(options))
+    r = create_savepoint(open_table(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
+    if not isinstance(r, SavepointResult):  # the metadata it records
+        r = SavepointResult(instant=instant_time, dry_run=dry_run, metadata=r)
+    out.show(r, _print_savepoint)
+
+
+@savepoint_group.command("delete")
+@click.argument("path")
+@click.option("--instant-time", required=True, help="The savepoint to delete.")
+@click.option("--dry-run", is_flag=True, help="Only say whether it exists.")
+@click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
+@storage_options
+def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
+    """Delete a savepoint (its files become cleanable again)."""
+    from lake_orchestration.hudi.services.savepoint import delete_savepoint
+    from lake_orchestration.hudi.table.lock import LockConfig
+
+    lock = LockConfig.from_options(parse_options(options))
+    if not delete_savepoint(open_table(path), instant_time, dry_run=dry_run, lock=lock):
+        raise ValueError(f"No savepoint at {instant_time} in {path}")
+    click.echo(f"{'Would delete' if dry_run else 'Deleted'} savepoint {instant_time}")
+
+
+def _print_savepoints(rows: list[SavepointInfo]) -> None:
+    if not rows:
+        click.echo("No savepoint")
+        return
+    click.echo(
+        table(
+            [(r.instant_time, r.savepointed_by, r.files, r.comments) for r in rows],
+            ["instant", "by", "files", "comments"],
+        )
+    )
+
+
+@savepoint_group.command("show")
+@click.argument("path")
+@json_option()
+@storage_options
+def savepoint_show(path: str, out: Output) -> None:
+    """Savepoints on the active timeline."""
+    from lake_orchestration.hudi.services.savepoint import list_savepoints
+
+    out.show(list(list_savepoints(open_table(path))), _print_savepoints)
+
+
+# -- archive --------------------------------------------------------------------------------------------------------
+def _print_archive(r: ArchiveResult) -> None:
+    verb = "Would archive" if r.dry_run else "Archived"
+    if r.repaired_files:
+        click.echo(f"{'Would finish' if r.dry_run else 'Finished'} a crashed run: {len(r.repaired_files)} file(s)")
+    if r.archived_instants:
+        where = f" into {r.archive_file}" if r.archive_file else ""
+        click.echo(f"{verb} {len(r.archived_instants)} instant(s) ({len(r.archived_files)} file(s)){where}")
+        for i in r.archived_instants:
+            click.echo(f"  {i.time}  {i.action.value}")
+    else:
+        click.echo(f"Nothing to archive (keeping {r.min_instants_to_keep}..{r.max_instants_to_keep} commits active)")
+    if r.merge.recovered:
+        click.echo(f"Recovered an interrupted merge: {r.merge.recovered}")
+    if r.merge.candidates:
+        click.echo(
+            f"{'Would merge' if r.dry_run else 'Merged'} {len(r.merge.candidates)} small archive file(s) "
+            f"into {r.merge.merged_file}"
+        )
+    for name in r.merge.skipped:
+        click.echo(f"Not merged: {name} does not read completely (kept as it is; see the warning)", err=True)
+
+
+@click.command("archive")
+@click.argument("path")
+@click.option("--dry-run", is_flag=True, help="Only show what would be archived, repaired and merged.")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="hoodie.keep.min.commits, hoodie.keep.max.commits, hoodie.archive.merge.enable, ... as key=value.",
+)
+@json_option()
+@storage_options
+def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], out: Output) -> None:
+    """Move old instants to the archived timeline (.hoodie/archived), then merge small archive files if enabled."""
+    from lake_orchestration.hudi.services.archive import run_archive
+
+    out.show(run_archive(open_table(path), parse_options(options), dry_run=dry_run), _print_archive)

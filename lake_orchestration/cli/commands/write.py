@@ -1,0 +1,187 @@
+"""Commands that write rows: ``write`` (a parquet file's rows to a table, one commit) and ``generate`` (test rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lake_orchestration.cli.common import engine_or_none, parse_options, spark_master
+from lake_orchestration.cli.output import Output, json_option
+from lake_orchestration.cli.storage_options import current_storage_options, storage_options
+
+
+def _print_write(summary: dict[str, Any]) -> None:
+    click.echo(
+        f"Committed {summary['action']} {summary['instant']}: {summary['inserted']} inserted, "
+        f"{summary['updated']} updated, {summary['deleted']} deleted, {summary['files_written']} files written"
+    )
+
+
+@click.command("write")
+@click.argument("path")
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Parquet file with the rows to write.",
+)
+@click.option(
+    "--operation", type=click.Choice(["bulk_insert", "insert", "upsert", "delete"]), default="upsert", show_default=True
+)
+@click.option("--table-name", default=None, help="hoodie.table.name (to create the table).")
+@click.option(
+    "--table-type",
+    type=click.Choice(["MERGE_ON_READ", "COPY_ON_WRITE"]),
+    default=None,
+    help="hoodie.datasource.write.table.type (to create the table; default MERGE_ON_READ).",
+)
+@click.option("--record-key", "record_keys", multiple=True, help="Record key field (repeat for a composite key).")
+@click.option("--precombine-field", default=None, help="hoodie.datasource.write.precombine.field.")
+@click.option(
+    "--partition-field",
+    "partition_fields",
+    multiple=True,
+    help="Partition field (repeatable; omit for a non-partitioned table).",
+)
+@click.option(
+    "--hive-style-partitioning/--no-hive-style-partitioning",
+    default=None,
+    help="hoodie.datasource.write.hive_style_partitioning.",
+)
+@click.option("--option", "options", multiple=True, help="Any Hudi option as key=value (repeatable).")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Where the file-group tasks run.",
+)
+@click.option("--spark-master", default="local[*]", show_default=True, callback=spark_master)
+@json_option("Print the result as JSON.")
+@storage_options
+def write_cmd(
+    path: str,
+    input_path: str,
+    operation: str,
+    table_name: str | None,
+    table_type: str | None,
+    record_keys: tuple[str, ...],
+    precombine_field: str | None,
+    partition_fields: tuple[str, ...],
+    hive_style_partitioning: bool | None,
+    options: tuple[str, ...],
+    engine: str,
+    spark_master: str,
+    out: Output,
+) -> None:
+    """Write a parquet file's rows to a Hudi table (created when absent) as one commit."""
+    import pyarrow.parquet as pq
+
+    from lake_orchestration.hudi.write import WriteOptions, write_table
+
+    hudi_opts = parse_options(options)
+    if table_name:
+        hudi_opts.setdefault("hoodie.table.name", table_name)
+    if table_type:
+        hudi_opts.setdefault("hoodie.datasource.write.table.type", table_type)
+    if record_keys:
+        hudi_opts.setdefault("hoodie.datasource.write.recordkey.field", ",".join(record_keys))
+    if precombine_field:
+        hudi_opts.setdefault("hoodie.datasource.write.precombine.field", precombine_field)
+    if partition_fields:
+        hudi_opts.setdefault("hoodie.datasource.write.partitionpath.field", ",".join(partition_fields))
+    if hive_style_partitioning is not None:
+        hudi_opts.setdefault("hoodie.datasource.write.hive_style_partitioning", str(hive_style_partitioning).lower())
+    on = engine_or_none(engine, spark_master)
+    result = write_table(
+        path,
+        pq.read_table(input_path),
+        operation=operation,
+        options=WriteOptions.from_hudi_options(hudi_opts),
+        engine=on,
+        storage_options=current_storage_options(),
+    )
+    summary = {
+        "instant": result.instant,
+        "action": result.action,
+        "operation": operation,
+        "inserted": result.inserted,
+        "updated": result.updated,
+        "deleted": result.deleted,
+        "files_written": len(result.files_written),
+        "index_seconds": round(result.index_seconds, 3),
+        "write_seconds": round(result.write_seconds, 3),
+    }
+    out.show(summary, _print_write)
+
+
+@click.command("generate")
+@click.argument("output", type=click.Path(dir_okay=False))
+@click.option("--rows", default=0, show_default=True, type=click.IntRange(min=0), help="New trips to generate.")
+@click.option(
+    "--partitions",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 8),
+    help="Cities (partitions) for new trips, 1..8.",
+)
+@click.option(
+    "--from",
+    "from_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Existing rows to derive updates/deletes from.",
+)
+@click.option(
+    "--update-fraction",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Share of --from rows to update.",
+)
+@click.option(
+    "--delete-fraction",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Share of --from rows to delete (rows with _hoodie_is_deleted=true, applied by an upsert).",
+)
+@click.option("--seed", default=42, show_default=True)
+def generate_cmd(
+    output: str,
+    rows: int,
+    partitions: int,
+    from_path: str | None,
+    update_fraction: float,
+    delete_fraction: float,
+    seed: int,
+) -> None:
+    """Generate reproducible trips-like rows (uuid key, ts ordering field, city partition) to a parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes, with_delete_flags
+
+    parts = []
+    if (update_fraction or delete_fraction) and not from_path:
+        raise ValueError("--update-fraction/--delete-fraction need --from FILE.parquet (the rows to change)")
+    if from_path:
+        src = pq.read_table(from_path).select(generate_trips(0).column_names)
+        if update_fraction:
+            parts.append(generate_updates(src, fraction=update_fraction, seed=seed))
+        if delete_fraction:
+            # delete rows that are not also updated in this batch (an update would win the precombine)
+            updated = set(parts[0].column("uuid").to_pylist()) if update_fraction else set()
+            pool = src.filter(pa.array([u not in updated for u in src.column("uuid").to_pylist()]))
+            n = round(src.num_rows * delete_fraction)
+            parts.append(pick_deletes(pool, fraction=min(1.0, n / max(pool.num_rows, 1)), seed=seed + 1))
+    if rows:
+        # new trips must not reuse the keys of --from rows generated with the same seed
+        parts.append(generate_trips(rows, partitions=partitions, seed=seed + 1000 if from_path else seed))
+    if not parts:
+        raise ValueError("nothing to generate: give --rows N and/or --from FILE with a fraction")
+    out = with_delete_flags(parts, deleted_index=(1 if update_fraction else 0) if delete_fraction else None)
+    pq.write_table(out, output)
+    click.echo(f"Wrote {out.num_rows} rows to {output}")

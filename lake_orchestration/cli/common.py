@@ -1,0 +1,60 @@
+"""What several commands share: opening the table, ``--option key=value``, ``--spark-master``, ``--timeout``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lake_orchestration.cli.storage_options import current_storage_options
+from lake_orchestration.errors import EngineError
+from lake_orchestration.hudi.table import HudiTable
+
+
+def open_table(path: str) -> HudiTable:
+    """The table at ``path`` opened with the command's ``--storage-option``/``--storage-options-file`` options."""
+    return HudiTable(path, storage_options=current_storage_options())
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``--option key=value`` (repeatable) -> Hudi options."""
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--option {p!r}: expected key=value, e.g. hoodie.parquet.compression.codec=snappy")
+        out[key.strip()] = value
+    return out
+
+
+def spark_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Check ``--spark-master`` before anything runs: a bad URL is a usage error, not a JVM traceback."""
+    from lake_orchestration.engines.spark_session import validate_spark_master
+
+    try:
+        return validate_spark_master(value)
+    except EngineError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+
+
+def engine_or_none(engine: str, master: str) -> Any:
+    """The Spark engine on a local Spark session on ``master`` for ``--engine spark``, else None (in-process)."""
+    if engine != "spark":
+        return None
+    from lake_orchestration.engines.spark import SparkEngine
+    from lake_orchestration.engines.spark_session import local_spark_session
+
+    return SparkEngine(local_spark_session(master=master))
+
+
+def duration_seconds(text: str) -> float:
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    t = text.strip().lower()
+    try:
+        seconds = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError as err:
+        raise ValueError(f"--timeout {text!r}: expected a duration like 90s, 15m, 2h or 1d") from err
+    if not seconds > 0:  # a negative (or nan) timeout would judge every pending write without a heartbeat stale
+        raise ValueError(f"--timeout {text!r}: expected a positive duration like 90s, 15m, 2h or 1d")
+    return seconds
