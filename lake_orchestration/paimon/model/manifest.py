@@ -26,7 +26,6 @@ def _stats_schema(name: str) -> dict[str, Any]:
     return {
         "type": "record",
         "name": name,
-        "namespace": _NS,
         "fields": [
             {"name": "_MIN_VALUES", "type": "bytes"},
             {"name": "_MAX_VALUES", "type": "bytes"},
@@ -43,7 +42,6 @@ def _opt(name: str, type_: Any) -> dict[str, Any]:
 DATA_FILE_META_SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "record__FILE",
-    "namespace": _NS,
     "fields": [
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},

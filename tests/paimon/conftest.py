@@ -1,0 +1,110 @@
+"""Paimon test fixtures: the Java-written golden tables from ../shared, and pypaimon (the oracle) in its own venv.
+
+pypaimon pins ``pyarrow<20`` and ``fsspec<2026``, which conflict with this project's pins, so it never enters our
+environment: a session fixture builds a venv with ``pypaimon==PYPAIMON_VERSION`` once per machine under
+``~/.cache/lake_orchestration/`` (``$XDG_CACHE_HOME`` respected; keyed by pypaimon and Python version) and the tests
+run ``pypaimon_driver.py`` in it by subprocess. ``PYPAIMON_PYTHON=/path/to/python`` uses an existing interpreter
+that has pypaimon instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REQUIRE_SHARED, SHARED
+
+PYPAIMON_VERSION = "2.1.0"
+PAIMON_FIXTURES = SHARED / "fixtures" / "paimon-tables"
+GOLDEN_ARCHIVE = PAIMON_FIXTURES / "pk_global_index_golden.tar.gz"
+DRIVER = Path(__file__).with_name("pypaimon_driver.py")
+
+
+def _skip_or_fail(reason: str) -> None:
+    if REQUIRE_SHARED:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def paimon_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extracted golden warehouse database dir (``.../default.db``), shared by the session: do not modify."""
+    if not GOLDEN_ARCHIVE.is_file():
+        _skip_or_fail(
+            f"Java-written Paimon tables not found at {GOLDEN_ARCHIVE}: they live in ../shared beside the checkout "
+            "(CI has them; a user's clone does not)"
+        )
+    dest = tmp_path_factory.mktemp("paimon-golden")
+    with tarfile.open(GOLDEN_ARCHIVE) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / "default.db"
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lake_orchestration"
+
+
+def _build_venv(venv: Path) -> None:
+    """Create ``venv`` with pypaimon; built beside it and renamed into place, so a crash leaves no half venv."""
+    tmp = venv.with_name(f"{venv.name}.build-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", f"pypaimon=={PYPAIMON_VERSION}"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        (tmp / ".complete").write_text(PYPAIMON_VERSION)
+        try:
+            tmp.rename(venv)
+        except OSError:
+            # another session finished first: keep its venv
+            if not (venv / ".complete").is_file():
+                raise
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        detail = getattr(err, "stderr", "") or ""
+        _skip_or_fail(f"cannot build the pypaimon {PYPAIMON_VERSION} venv at {venv}: {err}; {str(detail)[-1500:]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pypaimon_python() -> Path:
+    """An interpreter with pypaimon (``PYPAIMON_PYTHON``, else the cached venv, built on first use)."""
+    given = os.environ.get("PYPAIMON_PYTHON")
+    if given:
+        return Path(given)
+    venv = _cache_root() / f"pypaimon-{PYPAIMON_VERSION}-py{sys.version_info.major}{sys.version_info.minor}"
+    if not (venv / ".complete").is_file():
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        _build_venv(venv)
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def pypaimon(pypaimon_python: Path) -> Callable[..., dict[str, Any]]:
+    """``pypaimon("scan", warehouse, "db.table")`` -> the driver's JSON output (see pypaimon_driver.py)."""
+
+    def run(command: str, *args: Any) -> dict[str, Any]:
+        argv = [str(pypaimon_python), str(DRIVER), command]
+        argv += [a if isinstance(a, str) else json.dumps(a) for a in args]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, "TZ": "UTC"})
+        if proc.returncode != 0:
+            raise AssertionError(f"pypaimon {command} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        result: dict[str, Any] = json.loads(proc.stdout)
+        return result
+
+    return run
