@@ -268,7 +268,7 @@ def test_clean_while_a_compaction_executes_keeps_every_row(tmp_path: Path) -> No
 
 _HELD_CLEAN = """
 import os, sys, time
-from lake_orchestration.hudi.services.clean import executor
+from lake_orchestration.hudi.services.clean import execute_clean, executor
 from lake_orchestration.hudi.table import HudiTable
 
 path, gate, instant = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -283,7 +283,7 @@ def held(*args, **kw):  # test hook: delete, then wait for the gate before the c
     return out
 
 executor.delete_files = held
-md = executor.execute_clean(HudiTable(path), instant)
+md = execute_clean(HudiTable(path), instant)
 print(md.total_files_deleted)
 """
 

@@ -1,8 +1,9 @@
-"""Clean execution: requested -> inflight (the plan's bytes) -> delete the planned files -> ``.clean`` metadata.
+"""Clean execution: requested -> inflight (the plan's bytes) -> delete the planned files; returns the clean metadata
+to commit (:mod:`.committer` writes the completed ``<ts>.clean``).
 
 Mirrors Hudi 0.14/0.15 ``CleanActionExecutor``: a pending clean is re-executed from its plan (a file already gone
-counts as deleted, so a crashed clean converges); the completed ``<ts>.clean`` (``HoodieCleanMetadata``) is written
-last. Deletes run in parallel: on Spark (one task per batch of files) or in a local thread pool.
+counts as deleted, so a crashed clean converges). Deletes run in parallel: on Spark (one task per batch of files) or
+in a local thread pool.
 """
 
 from __future__ import annotations
@@ -35,12 +36,6 @@ class DeleteResult:
     partition: str
     name: str
     deleted: bool
-
-
-def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
-    """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
-    req = Instant(instant_time, Action.CLEAN, State.REQUESTED)  # type: ignore[arg-type]
-    return table.read_model(req, CleanerPlan)
 
 
 def planned_files(table: HudiTable, plan: CleanerPlan, *, where: str) -> list[tuple[str, str]]:
@@ -157,7 +152,21 @@ def clean_metadata(
     )
 
 
-def execute_clean(
+@dataclass(frozen=True, kw_only=True)
+class CleanExecution:
+    """What executing a clean plan did: the metadata to commit and the attempt that did it (plain values: it
+    pickles, so the commit may run in another process)."""
+
+    instant: str
+    """The clean instant."""
+    metadata: CleanMetadata
+    """``HoodieCleanMetadata`` of the deletes (written by the commit)."""
+    attempt: bytes
+    """Content of the heartbeat ``.hoodie/.heartbeat/<instant>`` this attempt wrote: the commit checks that the
+    heartbeat is still this attempt's."""
+
+
+def execute_clean_plan(
     table: HudiTable,
     instant_time: str,
     *,
@@ -166,16 +175,18 @@ def execute_clean(
     lock: LockConfig | None = None,
     heartbeat: tuple[int, int] = (60_000, 2),
     refresh: bool = True,
-) -> CleanMetadata:
-    """Execute the pending clean ``instant_time`` and complete it; returns its metadata.
+) -> CleanExecution:
+    """Execute the pending clean ``instant_time``: delete its planned files; the instant is left inflight for
+    :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`.
 
-    The deletes run without the table lock; the decision to execute (with the requested -> inflight transition) and
-    the completed-instant write hold it (``lock``). From that decision to the commit the clean keeps a heartbeat
-    ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` = ``(hoodie.client.heartbeat.interval_in_ms,
-    hoodie.client.heartbeat.tolerable.misses)``), so a second run of the same pending clean refuses while it is
-    fresh instead of executing it twice at once. ``refresh=False`` keeps the timeline the table holds (a caller that
-    has just listed it): the checks before the lock read it, and everything is checked again on a fresh listing under
-    the lock.
+    The deletes run without the table lock; the decision to execute (with the requested -> inflight transition) holds
+    it (``lock``). From that decision the clean keeps a heartbeat ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` =
+    ``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)``) holding a token of this
+    attempt, so a second run of the same pending clean refuses while it is fresh instead of executing it twice at
+    once. On success the heartbeat file stays (no longer refreshed) for the commit to check; on failure it is
+    deleted, so a retry may start at once (deletes are idempotent). ``refresh=False`` keeps the timeline the table
+    holds (a caller that has just listed it): the checks before the lock read it, and everything is checked again on
+    a fresh listing under the lock.
 
     Raises:
         InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
@@ -193,11 +204,12 @@ def execute_clean(
         raise InvalidInstantStateError(table.base_uri, instant_time, "is a completed clean")
     req = Instant(cur.time, Action.CLEAN, State.REQUESTED)
     raw = table.read_instant(req)
-    plan = CleanerPlan.from_bytes(raw, path=table.storage.uri(table.instant_path(req)))
+    plan = table.read_model(req, CleanerPlan)
     files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
     start = time.monotonic()
     interval_ms, misses = heartbeat
-    beat = Heartbeat(table.storage, str(cur.time), interval_ms=interval_ms, content=f"{uuid.uuid4().hex}\n".encode())
+    token = f"{uuid.uuid4().hex}\n".encode()
+    beat = Heartbeat(table.storage, str(cur.time), interval_ms=interval_ms, content=token)
     with table_lock(table, operation=f"clean {cur.time}", config=lock):
         cur = table.refresh().timeline.get(instant_time, Action.CLEAN)
         if cur is None or cur.is_completed:
@@ -211,22 +223,16 @@ def execute_clean(
             )
         beat.start()
         try:
-            inflight = table.transition_to_inflight(req, raw) if cur.is_requested else cur
+            if cur.is_requested:
+                table.transition_to_inflight(req, raw)
         except BaseException:
             beat.stop(delete=True)
             raise
     try:
         results = delete_files(table, files, spark=spark, parallelism=parallelism)
         md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
-        with table_lock(table, operation=f"clean commit {cur.time}", config=lock):
-            if beat.lost or not beat.is_ours():
-                raise InvalidInstantStateError(
-                    table.base_uri,
-                    instant_time,
-                    "its heartbeat is no longer this process's (another run judged it dead and took the clean "
-                    "over); not committed by this process",
-                )
-            table.transition_to_completed(inflight, md.to_bytes())
-    finally:
+    except BaseException:
         beat.stop(delete=True)  # deletes are idempotent: a retry may start at once
-    return md
+        raise
+    beat.stop(delete=False)  # the commit checks it is still this attempt's, then deletes it
+    return CleanExecution(instant=str(cur.time), metadata=md, attempt=token)

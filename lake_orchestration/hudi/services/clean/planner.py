@@ -13,12 +13,15 @@ Mirrors Hudi 0.14/0.15 ``CleanPlanner`` / ``CleanPlanActionExecutor`` / ``Cleane
   (base instant >= the operation's base instant); replaced file groups go entirely once their replacecommit is
   older than the ECTR (immediately under FILE_VERSIONS).
 
-The plan is Hudi's ``HoodieCleanerPlan`` (version 2, full file paths per partition).
+The plan is Hudi's ``HoodieCleanerPlan`` (version 2, full file paths per partition); :func:`schedule_clean` writes
+it as ``<ts>.clean.requested`` (the only file planning writes).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import pendulum
@@ -36,6 +39,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.io.hadoop_paths import qualified_path
 from lake_orchestration.io.storage import FileInfo
 
@@ -347,3 +351,48 @@ def compute_plan(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime |
         savepoints=savepoints,
         reason=reason,
     )
+
+
+def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
+    """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
+    return table.read_model(Instant(InstantTime(instant_time), Action.CLEAN, State.REQUESTED), CleanerPlan)
+
+
+def schedule_clean(
+    table: HudiTable,
+    options: Mapping[str, str] | None = None,
+    *,
+    instant_time: str | None = None,
+    now: pendulum.DateTime | None = None,
+    dry_run: bool = False,
+) -> tuple[Instant | None, CleanPlanning | None, str]:
+    """Write a ``.clean.requested`` when the trigger fires and the plan deletes something.
+
+    Returns (the requested instant or None, the planning or None, why nothing was scheduled). A dry run plans
+    and writes nothing (the instant is None).
+    """
+    cfg = CleanConfig.from_options(options)
+    # Planning runs under the table lock (not on a dry run): the plan must be made from a timeline that no writer
+    # or service changes before the plan is on it.
+    with nullcontext() if dry_run else table_lock(table, operation="clean schedule", config=cfg.lock):
+        # The instant time first (as Java's clean() does): its listing of the timeline, as of the lock, is the one
+        # the metadata-table check, the trigger and the plan read (no writer or service changes the timeline while
+        # the lock is held).
+        if dry_run or instant_time:
+            _ = table.refresh().timeline
+            t = instant_time
+        else:
+            t = table.new_instant_time()
+        table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
+        n = commits_since_last_clean(table)
+        if n < cfg.max_commits:
+            return None, None, _not_triggered(n, cfg)
+        planning = compute_plan(table, cfg, now=now)
+        if not planning.file_count or dry_run:
+            return None, planning, planning.reason
+        inst = table.create_requested(Instant(t, Action.CLEAN, State.REQUESTED), planning.plan.to_bytes())  # type: ignore[arg-type]
+        return inst, planning, ""
+
+
+def _not_triggered(n: int, cfg: CleanConfig) -> str:
+    return f"not triggered: {n} completed commit(s) since the last clean, hoodie.clean.max.commits={cfg.max_commits}"

@@ -1,0 +1,47 @@
+"""Clean commit: ``<ts>.clean.inflight`` -> ``<ts>.clean`` (``HoodieCleanMetadata``), the one atomic timeline
+transition of a clean, under the table lock.
+
+Mirrors the last step of Hudi 0.14/0.15 ``CleanActionExecutor.runClean``. The commit writes only the completed
+instant: given the result of :func:`~lake_orchestration.hudi.services.clean.executor.execute_clean_plan` it never
+deletes a file again, and it refuses when another attempt took the clean over meanwhile.
+"""
+
+from __future__ import annotations
+
+from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.hudi.model.avro import CleanMetadata
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.clean.executor import CleanExecution
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.heartbeat import Heartbeat
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+
+
+def commit_clean(table: HudiTable, execution: CleanExecution, *, lock: LockConfig | None = None) -> CleanMetadata:
+    """Write the completed ``<ts>.clean`` of an executed clean; returns its metadata.
+
+    The heartbeat of the clean must still hold the executing attempt's token: if another run judged the attempt
+    dead and took the clean over, this one does not commit. The heartbeat is deleted after the commit (and when the
+    commit fails, so a retry may start at once).
+
+    Raises:
+        InvalidInstantStateError: the clean is not inflight any more, or its heartbeat is another attempt's.
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
+    """
+    instant = execution.instant
+    # the executing attempt's heartbeat, as a handle that is not beating: only checked and deleted here
+    beat = Heartbeat(table.storage, instant, content=execution.attempt)
+    try:
+        with table_lock(table, operation=f"clean commit {instant}", config=lock):
+            if not beat.is_ours():
+                raise InvalidInstantStateError(
+                    table.base_uri,
+                    instant,
+                    "its heartbeat is no longer this process's (another run judged it dead and took the clean "
+                    "over); not committed by this process",
+                )
+            inflight = Instant(InstantTime(instant), Action.CLEAN, State.INFLIGHT)
+            table.transition_to_completed(inflight, execution.metadata.to_bytes())
+    finally:
+        beat.stop(delete=True)  # only if still this attempt's
+    return execution.metadata
