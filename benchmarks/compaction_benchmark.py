@@ -76,20 +76,20 @@ def worker_cpu():
             pass
     return out
 
-spark = None
+engine = None
 cfg = CompactionConfig(compression=sys.argv[3], memory_max_bytes=int(sys.argv[4]))
 if sys.argv[2] != "local":
     from lake_orchestration.engines.spark_session import local_spark_session
-    spark = local_spark_session(master=sys.argv[2], conf={"spark.driver.memory": "2g"})
+    from lake_orchestration.engines.spark import SparkEngine, warm_up
+    engine = SparkEngine(local_spark_session(master=sys.argv[2], conf={"spark.driver.memory": "2g"}))
     # start the Python workers (long-lived executors in production) so the timing is the compaction itself
-    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
-    run_json_tasks(spark, ["warm"] * 4, "lake_orchestration.hudi.services.spark_runner:warm_up")
+    engine.map_tasks(warm_up, ["warm"] * 4, description="warm up")
     if len(sys.argv) > 5:  # warm workers: compact another copy of the table first
-        run_compaction(HudiTable(sys.argv[5]), config=cfg, spark=spark)
+        run_compaction(HudiTable(sys.argv[5]), config=cfg, engine=engine)
 w0 = worker_cpu()
 c0 = os.times()
 t0 = time.perf_counter()
-(r,) = run_compaction(HudiTable(sys.argv[1]), config=cfg, spark=spark)
+(r,) = run_compaction(HudiTable(sys.argv[1]), config=cfg, engine=engine)
 secs = time.perf_counter() - t0
 c1 = os.times()
 w1 = worker_cpu()
@@ -112,11 +112,14 @@ def init():
     import lake_orchestration.hudi.services.compaction.executor  # noqa: F401
 
 def run(a):
-    from lake_orchestration.hudi.services.compaction.executor import OperationTask, execute_operation
+    from lake_orchestration.engines.base import TaskAttempt
+    from lake_orchestration.engines.codec import decode_task
+    from lake_orchestration.hudi.services.compaction.executor import execute_operation
     i, payload = a
-    execute_operation(OperationTask(**json.loads(payload)), stage_id=1, attempt_id=i)
+    execute_operation(dataclasses.replace(decode_task(payload), attempt=TaskAttempt(i, 1, i)))
 
 if __name__ == "__main__":
+    from lake_orchestration.engines.codec import encode_task
     from lake_orchestration.hudi.model.instant import Action, Instant, State
     from lake_orchestration.hudi.services.compaction import CompactionConfig, compaction_tasks, load_plan
     from lake_orchestration.hudi.table import HudiTable
@@ -128,7 +131,7 @@ if __name__ == "__main__":
     with get_context("spawn").Pool(int(sys.argv[2]), initializer=init) as pool:
         pool.map(time.sleep, [0.2] * int(sys.argv[2]), chunksize=1)  # processes started and imports done
         t0 = time.perf_counter()
-        pool.map(run, [(i, json.dumps(dataclasses.asdict(x))) for i, x in enumerate(tasks)], chunksize=1)
+        pool.map(run, [(i, encode_task(x)) for i, x in enumerate(tasks)], chunksize=1)
         print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.engines.spark_session import local_spark_session
 from lake_orchestration.hudi.write import WriteOptions, write_table
 
@@ -50,7 +51,7 @@ def main() -> None:
         print(f"{'write':<12}{'rows':>10}{'seconds':>10}{'rows/s':>12}{'index %':>9}{'write %':>9}")
         for name, data, op in (("bulk_insert", base, "bulk_insert"), ("upsert", upsert, "upsert")):
             t0 = time.perf_counter()
-            r = write_table(path, data, operation=op, options=opts, spark=spark)
+            r = write_table(path, data, operation=op, options=opts, engine=SparkEngine(spark))
             total = time.perf_counter() - t0
             print(f"{name:<12}{data.num_rows:>10}{total:>10.2f}{data.num_rows / total:>12,.0f}"
                   f"{100 * r.index_seconds / total:>8.1f}%{100 * r.write_seconds / total:>8.1f}%")

@@ -5,6 +5,7 @@ import tempfile
 from pathlib import Path
 
 from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.engines.spark_session import local_spark_session
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
@@ -25,8 +26,9 @@ spark = local_spark_session(master="local[2]")  # checks for Java 17+ first (Jav
 try:
     on_spark = str(scratch / "on_spark")
     # A Spark DataFrame is collected to Arrow on the driver (df.toArrow()) before keys, precombine and tagging.
-    first = write_table(on_spark, spark.createDataFrame(trips), operation="bulk_insert", options=options, spark=spark)
-    second = write_table(on_spark, updates, operation="upsert", options=options, spark=spark)
+    engine = SparkEngine(spark)
+    first = write_table(on_spark, spark.createDataFrame(trips), operation="bulk_insert", options=options, engine=engine)
+    second = write_table(on_spark, updates, operation="upsert", options=options, engine=engine)
     print(first.action, len(first.files_written), "base files;", second.action, len(second.files_written), "log files")
 finally:
     spark.stop()

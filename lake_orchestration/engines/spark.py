@@ -146,6 +146,13 @@ class SparkEngine:
         return ops.mapInArrow(read, from_arrow_schema(schema))
 
 
+def warm_up(_task: object) -> list[None]:
+    """A no-op task that imports the per-file-group code, so Python workers are started before timed work."""
+    import lake_orchestration.hudi.services.compaction.executor  # noqa: F401
+
+    return []
+
+
 def build_spark_session(*, master: str, app_name: str, conf: Mapping[str, str]) -> Any:
     """Get or create a SparkSession (``SparkSession.builder``) with ``conf``; see ``local_spark_session``."""
     from pyspark.sql import SparkSession

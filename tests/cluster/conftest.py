@@ -435,7 +435,7 @@ def _executor_summaries(spark: object) -> list[dict]:
 
 
 def probe_task(payload: str) -> list[str]:
-    """A ``run_json_tasks`` task (imported by name on the executors): where and as which Spark task it ran."""
+    """A ``SparkEngine.map_tasks`` task (imported by name on the executors): where and as which Spark task it ran."""
     from pyspark import TaskContext
 
     import lake_orchestration
@@ -483,15 +483,13 @@ def client_main(argv: list[str]) -> None:
         # ({partition}-{stage}-{attempt}) is told apart from the Spark-less fallback ({n}-0-{n}).
         spark.range(1).collect()
         t0 = time.monotonic()
-        results = run_compaction(HudiTable(table_path), spark=spark)
+        results = run_compaction(HudiTable(table_path), engine=SparkEngine(spark))
         report["compaction_seconds"] = time.monotonic() - t0
         report["results"] = [{"instant": r.instant, "operations": r.operations,
                               "stats": [s.to_json_obj() for s in r.stats]} for r in results]
         # the runner itself, with a probe task: one Spark task per payload, and where the tasks ran
-        from lake_orchestration.hudi.services.spark_runner import run_json_tasks
-
         n = max(1, len(results[0].stats) if results else 1)
-        probe = run_json_tasks(spark, [str(i) for i in range(n)], "tests.cluster.conftest:probe_task")
+        probe = SparkEngine(spark).map_tasks(probe_task, [str(i) for i in range(n)], description="probe")
         report["probe"] = [json.loads(r) for r in probe]
         report["client_pid"] = os.getpid()
         snap = SparkEngine(spark).read_snapshot(HudiTable(table_path))

@@ -3,9 +3,9 @@
 For each deployment (conftest.py starts it from the installed pyspark, on 127.0.0.1 only) a generated MOR table
 with many deltacommits gets a compaction plan, is copied, and then
 
-* the plan is executed with ``run_compaction(table, spark=<cluster session>)`` in a driver / Connect client
+* the plan is executed with ``run_compaction(table, engine=SparkEngine(<cluster session>))`` in a driver / Connect client
   subprocess, which also reads the snapshot back with ``SparkEngine.read_snapshot`` on the same deployment;
-* the copy is compacted in-process (``spark=None``), the reference.
+* the copy is compacted in-process (``engine=None``), the reference.
 
 The tests check that the compaction committed and hudi-rs reads the same rows as before, that the result equals the
 in-process one (rows, file groups, write stats, base file contents), and that the tasks really ran remotely (on the
@@ -173,8 +173,8 @@ def test_cluster_tasks_ran_on_the_deployment(cluster_run: ClusterRun) -> None:
         assert report["master"] == "local[2]"  # the server's master, not the client's
 
 
-def test_cluster_run_json_tasks_one_spark_task_per_payload(cluster_run: ClusterRun) -> None:
-    """``run_json_tasks`` promises one Spark task per payload (Hudi compacts one operation per task)."""
+def test_cluster_map_tasks_one_spark_task_per_task(cluster_run: ClusterRun) -> None:
+    """``SparkEngine.map_tasks`` promises one Spark task per task (Hudi compacts one operation per task)."""
     probe = cluster_run.report["probe"]
     partitions = sorted(p["partition"] for p in probe)
     assert len({p["attempt"] for p in probe}) == len(probe), (
@@ -185,14 +185,14 @@ def test_cluster_run_json_tasks_one_spark_task_per_payload(cluster_run: ClusterR
 
 def test_cluster_write_tokens_come_from_the_spark_task(cluster_run: ClusterRun) -> None:
     """Hudi's write token on Spark is ``{partitionId}-{stageId}-{taskAttemptId}`` from the TaskContext
-    (``FSUtils.makeWriteToken``); the file-group writer (hudi/write/spark_tasks.py) does this, compaction must too:
+    (``FSUtils.makeWriteToken``); the file-group writer (engines/spark.py, map_record_groups) does this, compaction must too:
     on a cluster a retried or speculative attempt must not write the same file name as the first attempt."""
     run = cluster_run
     tokens = {s.fileId: BaseFile.parse(s.path.rsplit("/", 1)[-1]).write_token for s in run.stats}
     stages = {f: int(t.split("-")[1]) for f, t in tokens.items()}
     assert all(stage > 0 for stage in stages.values()), (
         f"compaction on {run.mode} wrote Spark-less write tokens {sorted(tokens.values())}: "
-        "executor.execute_operation_json does not pass the TaskContext's stageId/taskAttemptId"
+        "SparkEngine does not hand the TaskContext's stageId/taskAttemptId to the task as its attempt"
     )
     attempts = [int(t.split("-")[2]) for t in tokens.values()]
     assert len(set(attempts)) == len(attempts), json.dumps(tokens)

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.engines import spark as spark_engine
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.model.properties import TableType
-from lake_orchestration.hudi.services import spark_runner
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -51,6 +51,7 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
     """bulk_insert, upsert, delete, compaction, upsert, clean (its deletes on Spark too); returns the snapshot
     (read with the engine), the file-group structure and the timeline's actions/states."""
     so = dict(storage_options)
+    engine = SparkEngine(spark) if spark is not None else None
     base = generate_trips(600, partitions=3, seed=11)
     steps = [
         (base, "bulk_insert"),
@@ -58,10 +59,10 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
         (pick_deletes(base, fraction=0.05, seed=2), "delete"),
     ]
     for data, op in steps:
-        write_table(uri, data, operation=op, options=OPTIONS, storage_options=so, spark=spark)
+        write_table(uri, data, operation=op, options=OPTIONS, storage_options=so, engine=engine)
     sched = schedule_compaction(HudiTable(uri, storage_options=so), force=True)
     assert sched.instant is not None, sched.reason
-    (done,) = run_compaction(HudiTable(uri, storage_options=so), spark=spark)
+    (done,) = run_compaction(HudiTable(uri, storage_options=so), engine=engine)
     assert done.operations == len(load_plan(HudiTable(uri, storage_options=so), done.instant).operations)
     write_table(
         uri,
@@ -69,9 +70,9 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
         operation="upsert",
         options=OPTIONS,
         storage_options=so,
-        spark=spark,
+        engine=engine,
     )
-    cleaned = run_clean(HudiTable(uri, storage_options=so), {"hoodie.cleaner.commits.retained": "1"}, spark=spark)
+    cleaned = run_clean(HudiTable(uri, storage_options=so), {"hoodie.cleaner.commits.retained": "1"}, engine=engine)
     assert cleaned.deleted > 0 and not cleaned.failed, cleaned
     t = HudiTable(uri, storage_options=so)
     snapshot = SparkEngine(spark).read_snapshot(t) if spark is not None else read_snapshot_table(t)
@@ -115,7 +116,7 @@ def test_spark_write_and_compaction_on_s3_equal_local_and_never_show_the_secret(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     # every payload set goes through a DataFrame (as a large plan does): record what becomes DataFrame data
-    monkeypatch.setattr(spark_runner, "_CLOSURE_LIMIT", 0)
+    monkeypatch.setattr(spark_engine, "_CLOSURE_LIMIT", 0)
     uploaded: list[str] = []
     create = spark.createDataFrame
 
@@ -144,14 +145,14 @@ def test_spark_write_and_compaction_on_s3_equal_local_and_never_show_the_secret(
         operation="upsert",
         options=OPTIONS,
         storage_options=s3.storage_options,
-        spark=spark,
+        engine=SparkEngine(spark),
     )
     t = HudiTable(remote_uri, storage_options=s3.storage_options)
     sched = schedule_compaction(t, force=True)
     op = next(o for o in load_plan(t, str(sched.instant)).operations if o.delta_file_paths)
     t.storage.delete_file(t.storage.join(op.partition_path or "", op.delta_file_paths[0]))
     with pytest.raises(Exception) as failed:
-        run_compaction(HudiTable(remote_uri, storage_options=s3.storage_options), spark=spark)
+        run_compaction(HudiTable(remote_uri, storage_options=s3.storage_options), engine=SparkEngine(spark))
     assert op.delta_file_paths[0] in str(failed.value)
     shown = [
         str(failed.value),

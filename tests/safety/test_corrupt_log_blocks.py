@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.errors import CorruptLogBlockError
 from lake_orchestration.hudi.log import block_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType, encode_metadata, iter_blocks
@@ -294,19 +295,19 @@ def test_corrupt_block_repaired_file_then_compaction_runs_as_planned(tmp_path: P
     assert_same_rows(hudi_rs_snapshot(path), expected, ignore=REWRITTEN_BY_SERVICES)
 
 
-def test_corrupt_block_verify_task_reports_the_block_as_json(tmp_path: Path) -> None:
-    """The Spark task of the check before a compaction goes inflight returns the block as JSON (called here as each
-    Spark task calls it) instead of raising inside an executor, so the driver raises the same error."""
+def test_corrupt_block_verify_task_returns_the_block(tmp_path: Path) -> None:
+    """The engine task of the check before a compaction goes inflight returns the block (called here as each Spark
+    task calls it) instead of raising inside an executor, so the driver raises the same error."""
     from dataclasses import asdict
 
     from lake_orchestration.hudi.services.compaction import compaction_tasks
-    from lake_orchestration.hudi.services.compaction.executor import verify_operation_json
+    from lake_orchestration.hudi.services.compaction.executor import find_corrupt_blocks
 
     path, log, block = _damaged_written_table(tmp_path, "flip")
     t = HudiTable(str(path))
     sched = schedule_compaction(t, force=True)
     tasks, _ = compaction_tasks(t, str(sched.instant), CompactionConfig())
-    bad = [json.loads(r) for task in tasks for r in verify_operation_json(json.dumps(asdict(task)))]
+    bad = [asdict(r) for task in tasks for r in find_corrupt_blocks(task)]
     assert len(tasks) == 2 and len(bad) == 1
     assert {k: v for k, v in bad[0].items() if k != "reason"} == {
         "path": str(log),
@@ -323,7 +324,7 @@ def test_corrupt_block_compaction_on_spark_raises_before_inflight_nothing_writte
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     before = _fingerprint(path)
     with pytest.raises(CorruptLogBlockError) as info:
-        run_compaction(HudiTable(str(path)), instant_time=str(sched.instant), spark=spark)
+        run_compaction(HudiTable(str(path)), instant_time=str(sched.instant), engine=SparkEngine(spark))
     _assert_names_block(info.value, log, block)
     assert _fingerprint(path) == before
 

@@ -12,6 +12,7 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.errors import InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.model.avro import CleanerPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -303,7 +304,7 @@ def test_clean_on_spark_deletes_the_same_files(tmp_path: Path, spark) -> None:  
     path = _mor(tmp_path, rounds=6)
     snapshot = hudi_rs_snapshot(path)
     dry = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, dry_run=True)
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, spark=spark)
+    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, engine=SparkEngine(spark))
     assert res.deleted == dry.file_count > 0
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
 

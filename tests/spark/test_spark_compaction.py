@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
@@ -21,7 +22,7 @@ def test_spark_compaction_equals_local_compaction(spark, tmp_path: Path) -> None
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     twin = tmp_path / "twin"
     shutil.copytree(path, twin)
-    (on_spark,) = run_compaction(HudiTable(str(path)), spark=spark)
+    (on_spark,) = run_compaction(HudiTable(str(path)), engine=SparkEngine(spark))
     (local,) = run_compaction(HudiTable(str(twin)))
     assert on_spark.instant == local.instant == sched.instant
     _assert_compacted(path, str(sched.instant), before)

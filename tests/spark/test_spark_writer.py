@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
@@ -24,11 +24,11 @@ def test_spark_write_sequence_equals_model(spark, tmp_path: Path, table_type: Ta
                         partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
                         max_rows_per_file=200, small_file_limit=0)
     base = generate_trips(600, partitions=3, seed=3)
-    write_table(path, spark.createDataFrame(base), operation="bulk_insert", options=opts, spark=spark)
+    write_table(path, spark.createDataFrame(base), operation="bulk_insert", options=opts, engine=SparkEngine(spark))
     upd = generate_updates(base, fraction=0.2, seed=4)
-    write_table(path, upd, operation="upsert", options=opts, spark=spark)
+    write_table(path, upd, operation="upsert", options=opts, engine=SparkEngine(spark))
     dele = pick_deletes(base, fraction=0.05, seed=5)
-    r = write_table(path, dele, operation="delete", options=opts, spark=spark)
+    r = write_table(path, dele, operation="delete", options=opts, engine=SparkEngine(spark))
     assert r.deleted == dele.num_rows
     expected = {u: f for u, f in zip(base.column("uuid").to_pylist(), base.column("fare").to_pylist(), strict=True)}
     expected.update(zip(upd.column("uuid").to_pylist(), upd.column("fare").to_pylist(), strict=True))

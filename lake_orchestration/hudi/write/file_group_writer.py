@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_orchestration.engines.base import TaskAttempt
 from lake_orchestration.hudi.log.block_content import DeleteRecord, wrapper_for
 from lake_orchestration.hudi.log.writer import avro_data_block, delete_block, write_log_file
 from lake_orchestration.hudi.merge.record_merger import conform
@@ -28,7 +29,6 @@ from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteSta
 from lake_orchestration.hudi.model.file_group import (
     PARTITION_METAFILE_PREFIX,
     BaseFile,
-    make_write_token,
     new_file_id,
 )
 from lake_orchestration.hudi.model.properties import MergeSemantics, format_properties
@@ -48,7 +48,7 @@ from lake_orchestration.io.storage import Storage
 
 @dataclass(frozen=True, kw_only=True)
 class FileGroupWriteContext:
-    """Everything a file-group task needs; plain values so it pickles to Spark executors."""
+    """Everything a file-group task needs: a typed engine task (see :mod:`lake_orchestration.engines.base`)."""
 
     base_uri: str
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)
@@ -66,9 +66,9 @@ class FileGroupWriteContext:
     ordering_field: str | None = None
     merge_semantics: str = MergeSemantics.COMMIT_TIME_ORDERING.value
     operation: str = "UPSERT"
-    task_partition_id: int = 0
-    stage_id: int = 1
-    attempt_id: int = 0
+    attempt: TaskAttempt = field(default_factory=lambda: TaskAttempt(0, 1, 0))
+    """The write token (and the partition id of the commit seqnos); on Spark the engine hands in the running task
+    attempt."""
     compression: str = "gzip"
     parquet_block_size: int = 120 * 1024 * 1024
     """``hoodie.parquet.block.size``: compressed bytes per row group of a new base file."""
@@ -104,12 +104,17 @@ def ensure_partition_metadata(storage: Storage, partition: str, instant: str, de
             raise
 
 
+def write_group(ctx: FileGroupWriteContext, records: pa.Table) -> list[WriteStat]:
+    """Engine task (``Engine.map_record_groups``): :func:`write_file_group`."""
+    return write_file_group(records, ctx)
+
+
 def write_file_group(records: pa.Table, ctx: FileGroupWriteContext) -> list[WriteStat]:
     """Write the tagged ``records`` of one file group; returns its write stats."""
     storage = Storage(ctx.base_uri, options=ctx.storage_options)
     avro = json.loads(ctx.avro_schema_json)
     arrow_schema = avro_to_arrow_schema(avro)
-    token = make_write_token(ctx.task_partition_id, ctx.stage_id, ctx.attempt_id)
+    token = ctx.attempt.write_token
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False)
     data = records.drop_columns([c for c in records.column_names if c.startswith("__lo_")])
     if ctx.base_instant is None:
@@ -189,7 +194,7 @@ def _log_rows(rows: pa.Table, ctx: FileGroupWriteContext, schema: pa.Schema) -> 
         if f.name == COMMIT_TIME:
             cols[f.name] = constant_strings(ctx.instant, n)
         elif f.name == COMMIT_SEQNO:
-            cols[f.name] = seqnos(ctx.instant, ctx.task_partition_id, n)
+            cols[f.name] = seqnos(ctx.instant, ctx.attempt.partition_id, n)
         elif f.name == FILE_NAME:
             cols[f.name] = constant_strings(ctx.file_id, n)
         elif f.name in rows.column_names:
@@ -306,7 +311,7 @@ def _merge(
     new_rows = new_rows.set_column(
         schema.get_field_index(COMMIT_SEQNO),
         COMMIT_SEQNO,
-        seqnos(ctx.instant, ctx.task_partition_id, new_rows.num_rows),
+        seqnos(ctx.instant, ctx.attempt.partition_id, new_rows.num_rows),
     )
     merged = pa.concat_tables([kept, new_rows]).sort_by(RECORD_KEY)
     name = BaseFile(ctx.file_id, token, ctx.instant).name  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import PROPERTIES_FILE, TABLE_CONFIG_PREFIX, HoodieKey
+from lake_orchestration.engines.base import Engine, TaskAttempt
 from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
@@ -46,7 +47,7 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
-from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group
+from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group, write_group
 from lake_orchestration.hudi.write.index import tag_locations
 from lake_orchestration.hudi.write.options import WriteOptions
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN, deleted_mask, precombine, with_keys
@@ -173,7 +174,7 @@ def write_table(
     operation: WriteOperation | str,
     options: WriteOptions | None = None,
     storage_options: Mapping[str, str] | None = None,
-    spark: Any = None,
+    engine: Engine | None = None,
 ) -> WriteResult:
     """Write ``data`` to the table at ``base_uri`` (created if absent) as one commit.
 
@@ -183,7 +184,7 @@ def write_table(
         operation: bulk_insert, insert, upsert or delete (delete needs only the key and partition columns).
         options: write/table options (:class:`WriteOptions`; Hudi keys via ``WriteOptions.from_hudi_options``).
         storage_options: options for object stores.
-        spark: a SparkSession: run the file-group tasks on Spark (default: in-process).
+        engine: the engine running the file-group tasks (default: in this process, one after the other).
 
     Returns:
         The completed instant with its commit metadata, counts and timings.
@@ -239,10 +240,8 @@ def write_table(
         inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
         tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro, parquet)
         t_write = time.monotonic()
-        if spark is not None:
-            from lake_orchestration.hudi.write.spark_tasks import run_tasks_on_spark
-
-            stats = run_tasks_on_spark(spark, tasks)
+        if engine is not None:
+            stats = engine.map_record_groups(write_group, tasks, description=f"write {instant}: file groups")
         else:
             stats = run_tasks_locally(tasks)
         write_seconds = time.monotonic() - t_write
@@ -527,8 +526,7 @@ def _tasks(
             file_id=fid,
             base_instant=str(s.base_instant) if s is not None else None,
             base_file_name=s.base_file.name if s is not None and s.base_file is not None else None,
-            task_partition_id=n,
-            attempt_id=n,
+            attempt=TaskAttempt(n, 1, n),
         )
         out.append((ctx, recs))
     return out

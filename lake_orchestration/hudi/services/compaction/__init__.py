@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
@@ -117,26 +118,17 @@ def compaction_tasks(
     schema = with_meta_fields(schema) if table.config.populate_meta_fields else schema
     # the timeline as the caller last loaded it: execute_compaction refreshes it on entry and under the lock (claim)
     flt = compactor_instant_filter(table.timeline, instant)
-    mcfg = merge_config_for(table)
     common = {
         "base_uri": table.base_uri,
         "storage_options": table.storage.options,
         "instant": instant,
-        "latest_instant": flt.latest_instant,
-        "completed": sorted(flt.completed),
-        "inflight": sorted(flt.inflight),
-        "timeline_start": flt.timeline_start,
-        "merge_semantics": mcfg.semantics.value,
-        "ordering_field": mcfg.ordering_field,
-        "key_field": mcfg.key_field,
+        "instant_filter": flt,
+        "merge": merge_config_for(table),
         "avro_schema_json": json.dumps(schema, separators=(",", ":")),
-        "compression": cfg.compression,
+        "parquet": cfg.parquet(),
         "memory_max_bytes": cfg.memory_max_bytes,
-        "parquet_block_size": cfg.block_size,
-        "parquet_page_size": cfg.page_size,
-        "parquet_dictionary_enabled": cfg.dictionary_enabled,
         # a single record key field is unique within a file group, as the record key is: no dictionary for it
-        "unique_columns": list(table.config.record_key_fields) if len(table.config.record_key_fields) == 1 else [],
+        "unique_columns": tuple(table.config.record_key_fields) if len(table.config.record_key_fields) == 1 else (),
     }
     return [OperationTask.for_operation(op, n, **common) for n, op in enumerate(plan.operations or ())], schema
 
@@ -155,7 +147,7 @@ def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
 
 
 def execute_compaction(
-    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, spark: object = None
+    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, engine: Engine | None = None
 ) -> CompactionResult:
     """Execute and commit the pending plan ``instant`` (rolling back a crashed inflight attempt first).
 
@@ -168,11 +160,11 @@ def execute_compaction(
         CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written (the
             plan stays as it was, requested or inflight).
     """
-    return _execute_compaction(table, instant, cfg=config or CompactionConfig(), spark=spark, refresh=True)
+    return _execute_compaction(table, instant, cfg=config or CompactionConfig(), engine=engine, refresh=True)
 
 
 def _execute_compaction(
-    table: HudiTable, instant: str, *, cfg: CompactionConfig, spark: object, refresh: bool
+    table: HudiTable, instant: str, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
 ) -> CompactionResult:
     """:func:`execute_compaction`; ``refresh=False`` when the caller has just listed the timeline."""
     t0 = time.monotonic()
@@ -186,7 +178,7 @@ def _execute_compaction(
     plan = load_plan(table, instant)
     check_base_files(table, plan)
     # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
-    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], spark=spark)
+    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine)
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
     # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
@@ -198,7 +190,7 @@ def _execute_compaction(
         try:
             tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
             # in-process, the attempt stops between tasks once another process took the plan over
-            stats = attempt.run_local(tasks) if spark is None else run_operations(tasks, spark=spark)
+            stats = attempt.run_local(tasks) if engine is None else run_operations(tasks, engine=engine)
             md = compaction_commit_metadata(stats, plan, schema)
         except Exception:
             attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
@@ -226,7 +218,7 @@ def run_compaction(
     max_plans: int = 1,
     schedule: bool = False,
     config: CompactionConfig | None = None,
-    spark: object = None,
+    engine: Engine | None = None,
 ) -> list[CompactionResult]:
     """Run pending compaction plans like Hudi's offline compactor (``HoodieCompactor``).
 
@@ -236,7 +228,7 @@ def run_compaction(
             heartbeat) is skipped with a warning.
         max_plans: at most this many plans (``--max-plans``).
         schedule: schedule a plan first (``--schedule``; the trigger strategy still applies).
-        spark: a SparkSession to run the operations on (default: in-process).
+        engine: the engine running the operations (default: in this process, one after the other).
     """
     cfg = config or CompactionConfig()
     if seq.upper() not in ("FIFO", "LIFO"):
@@ -244,7 +236,7 @@ def run_compaction(
     if schedule:
         schedule_compaction(table, config=cfg)
     if instant_time is not None:
-        return [execute_compaction(table, instant_time, config=cfg, spark=spark)]
+        return [execute_compaction(table, instant_time, config=cfg, engine=engine)]
     pending = [str(i.time) for i in pending_compaction_instants(table)]
     if seq.upper() == "LIFO":
         pending.reverse()
@@ -254,7 +246,7 @@ def run_compaction(
             break
         try:
             # the first plan runs on the timeline just listed; later ones on a fresh listing
-            results.append(_execute_compaction(table, t, cfg=cfg, spark=spark, refresh=n > 0))
+            results.append(_execute_compaction(table, t, cfg=cfg, engine=engine, refresh=n > 0))
         except InstantInProgressError as err:
             # another process executes this plan: leave it to it (plans never share a file group)
             log.warning("Skipping compaction %s: %s", t, err.detail)

@@ -20,11 +20,13 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from lake_orchestration.engines.base import Engine, TaskAttempt
 from lake_orchestration.errors import CorruptLogBlockError
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
@@ -38,9 +40,8 @@ from lake_orchestration.hudi.merge.record_merger import (
 )
 from lake_orchestration.hudi.model.avro import CompactionOperation
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
-from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile, make_write_token
+from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile
 from lake_orchestration.hudi.model.instant import Action, InstantTime
-from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.table.marker import create_marker
@@ -50,54 +51,45 @@ from lake_orchestration.io.storage import Storage
 
 @dataclass(frozen=True, kw_only=True)
 class OperationTask:
-    """One compaction operation with everything its task needs (plain values: it travels as JSON)."""
+    """One compaction operation (file group) with everything its task needs: a typed engine task (see
+    :mod:`lake_orchestration.engines.base`)."""
 
     base_uri: str
-    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
-    """Storage options (secrets: never shown in a repr)."""
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Storage options (secrets: never shown in a repr, never encoded as data)."""
     instant: str
-    partition_path: str
-    file_id: str
-    base_instant: str
-    data_file: str | None
-    log_files: list[str]
+    file_slice: FileSlice
+    """The plan's file slice, by file names (sizes unknown: the task reads them from storage)."""
     log_files_size: float
-    latest_instant: str
-    completed: list[str]
-    inflight: list[str]
-    timeline_start: str | None
-    merge_semantics: str
-    ordering_field: str | None
-    key_field: str
+    instant_filter: InstantFilter
+    merge: MergeConfig
     avro_schema_json: str
-    task_partition_id: int
-    compression: str = "gzip"
+    parquet: ParquetWriteConfig
     memory_max_bytes: int = 100 * 1024 * 1024
-    parquet_block_size: int = 120 * 1024 * 1024
-    parquet_page_size: int = 1024 * 1024
-    parquet_dictionary_enabled: bool = True
-    unique_columns: list[str] = field(default_factory=list)
+    unique_columns: tuple[str, ...] = ()
     """Columns unique within the file group (a single record key field): written without dictionary."""
+    attempt: TaskAttempt
+    """The write token; on Spark the engine hands in the running task attempt."""
 
-    def parquet(self) -> ParquetWriteConfig:
-        return ParquetWriteConfig(
-            compression=self.compression,
-            block_size=self.parquet_block_size,
-            page_size=self.parquet_page_size,
-            dictionary_enabled=self.parquet_dictionary_enabled,
-        )
+    @property
+    def partition_path(self) -> str:
+        return self.file_slice.partition_path
+
+    @property
+    def file_id(self) -> str:
+        return self.file_slice.file_id
 
     @classmethod
-    def for_operation(cls, op: CompactionOperation, n: int, **common: object) -> OperationTask:
+    def for_operation(cls, op: CompactionOperation, n: int, **common: Any) -> OperationTask:
+        p = op.partition_path or ""
+        base = BaseFile.parse(op.data_file_path.rsplit("/", 1)[-1], partition_path=p) if op.data_file_path else None
+        logs = tuple(LogFile.parse(f.rsplit("/", 1)[-1], partition_path=p) for f in op.delta_file_paths or ())
+        fs = FileSlice(FileGroupId(p, op.file_id or ""), InstantTime(op.base_instant_time or ""), base, logs)
         return cls(
-            partition_path=op.partition_path or "",
-            file_id=op.file_id or "",
-            base_instant=op.base_instant_time or "",
-            data_file=op.data_file_path.rsplit("/", 1)[-1] if op.data_file_path else None,
-            log_files=[p.rsplit("/", 1)[-1] for p in (op.delta_file_paths or ())],
+            file_slice=fs,
             log_files_size=float((op.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0.0)),
-            task_partition_id=n,
-            **common,  # type: ignore[arg-type]
+            attempt=TaskAttempt(n, 0, n),
+            **common,
         )
 
 
@@ -112,43 +104,29 @@ def compactor_instant_filter(timeline: Timeline, instant: str) -> InstantFilter:
     return InstantFilter.from_timeline(timeline, latest_instant=str(last.time) if last else instant)
 
 
-def execute_operation_json(payload: str) -> list[str]:
-    """Spark entry point: a JSON :class:`OperationTask` in, JSON write stats out.
-
-    The write token comes from the Spark task (``{partitionId}-{stageId}-{taskAttemptId}``, as Hudi), so a retried or
-    speculative attempt writes a different file name and the commit keeps only the one in the write stats.
-    """
-    from pyspark import TaskContext
-
-    task = OperationTask(**json.loads(payload))
-    tc = TaskContext.get()
-    if tc is not None:
-        stat = execute_operation(task, stage_id=tc.stageId(), attempt_id=tc.taskAttemptId())
-    else:
-        stat = execute_operation(task)
-    return [json.dumps(stat.to_json_obj())] if stat is not None else []
-
-
-def _task_slice(task: OperationTask) -> tuple[Storage, FileSlice, InstantFilter, MergeConfig]:
+def _task_slice(task: OperationTask) -> tuple[Storage, FileSlice]:
+    """The task's storage and its file slice with the file sizes read from storage."""
     storage = Storage(task.base_uri, options=task.storage_options)
-    p = task.partition_path
-    base = (
-        BaseFile.parse(task.data_file, partition_path=p, size=storage.size(storage.join(p, task.data_file)))
-        if task.data_file
-        else None
-    )
-    logs = tuple(LogFile.parse(n, partition_path=p, size=storage.size(storage.join(p, n))) for n in task.log_files)
-    fs = FileSlice(FileGroupId(p, task.file_id), InstantTime(task.base_instant), base, logs)
-    flt = InstantFilter(
-        latest_instant=task.latest_instant,
-        completed=frozenset(task.completed),
-        inflight=frozenset(task.inflight),
-        timeline_start=task.timeline_start,
-    )
-    mcfg = MergeConfig(
-        semantics=MergeSemantics(task.merge_semantics), ordering_field=task.ordering_field, key_field=task.key_field
-    )
-    return storage, fs, flt, mcfg
+    fs = task.file_slice
+    base = replace(fs.base_file, size=storage.size(storage.join(fs.base_file.relative_path))) if fs.base_file else None
+    logs = tuple(replace(lf, size=storage.size(storage.join(lf.relative_path))) for lf in fs.log_files)
+    return storage, replace(fs, base_file=base, log_files=logs)
+
+
+@dataclass(frozen=True)
+class CorruptBlock:
+    """A log block whose content does not decode, as an engine task returns it (the driver raises it)."""
+
+    path: str
+    offset: int
+    reason: str
+    instant: str | None
+    block_type: str | None
+
+    def error(self) -> CorruptLogBlockError:
+        return CorruptLogBlockError(
+            self.path, self.offset, self.reason, instant=self.instant, block_type=self.block_type
+        )
 
 
 def verify_operation(task: OperationTask) -> None:
@@ -157,32 +135,22 @@ def verify_operation(task: OperationTask) -> None:
     Raises:
         CorruptLogBlockError: a block's content does not decode.
     """
-    storage, fs, flt, mcfg = _task_slice(task)
-    blocks, _ = scan_blocks(storage, fs.log_files, flt)
-    check_log_blocks(blocks, mcfg)
+    storage, fs = _task_slice(task)
+    blocks, _ = scan_blocks(storage, fs.log_files, task.instant_filter)
+    check_log_blocks(blocks, task.merge)
 
 
-def verify_operation_json(payload: str) -> list[str]:
-    """Spark entry point of :func:`verify_operation`: the corrupt block as JSON (``[]`` when every block decodes),
-    so the driver raises the same ``CorruptLogBlockError`` as the local engine."""
+def find_corrupt_blocks(task: OperationTask) -> list[CorruptBlock]:
+    """Engine task of :func:`verify_operation`: the corrupt block (``[]`` when every block decodes), returned instead
+    of raised inside an executor, so the driver raises the same ``CorruptLogBlockError`` as the local engine."""
     try:
-        verify_operation(OperationTask(**json.loads(payload)))
+        verify_operation(task)
     except CorruptLogBlockError as err:
-        return [
-            json.dumps(
-                {
-                    "path": err.path,
-                    "offset": err.offset,
-                    "reason": err.reason,
-                    "instant": err.instant,
-                    "block_type": err.block_type,
-                }
-            )
-        ]
+        return [CorruptBlock(err.path, err.offset, err.reason, err.instant, err.block_type)]
     return []
 
 
-def verify_operations(tasks: list[OperationTask], *, spark: object = None) -> None:
+def verify_operations(tasks: list[OperationTask], *, engine: Engine | None = None) -> None:
     """Decode the log blocks of every operation before anything is written (the compaction goes inflight after).
 
     Only framing corruption (a torn write) is skipped, as Java's reader does; a block whose content does not decode
@@ -191,27 +159,39 @@ def verify_operations(tasks: list[OperationTask], *, spark: object = None) -> No
     Raises:
         CorruptLogBlockError: a block whose content does not decode (the first one, in task order).
     """
-    if spark is None:
+    if engine is None:
         for t in tasks:
             verify_operation(t)
         return
-    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
-
-    results = run_json_tasks(
-        spark,
-        [json.dumps(asdict(t)) for t in tasks],
-        "lake_orchestration.hudi.services.compaction.executor:verify_operation_json",
-    )
-    if results:
-        e = json.loads(results[0])
-        raise CorruptLogBlockError(
-            e["path"], e["offset"], e["reason"], instant=e["instant"], block_type=e["block_type"]
-        )
+    found = engine.map_tasks(find_corrupt_blocks, tasks, description=f"compaction {_instant_of(tasks)}: verify logs")
+    if found:
+        raise found[0].error()
 
 
-def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int | None = None) -> WriteStat | None:
-    """Compact one file group; returns its write stat (None when nothing is left to write and there was no base)."""
-    storage, fs, flt, mcfg = _task_slice(task)
+def compact_operation(task: OperationTask) -> list[WriteStat]:
+    """Engine task: compact one file group (:func:`execute_operation`); its write stat, if a file was written."""
+    stat = execute_operation(task)
+    return [stat] if stat is not None else []
+
+
+def run_operations(tasks: list[OperationTask], *, engine: Engine | None = None) -> list[WriteStat]:
+    """Execute every operation with ``engine`` (one engine task per operation), else in this process."""
+    if engine is None:
+        return [s for t in tasks for s in compact_operation(t)]
+    return engine.map_tasks(compact_operation, tasks, description=f"compaction {_instant_of(tasks)}: execute")
+
+
+def _instant_of(tasks: list[OperationTask]) -> str:
+    return tasks[0].instant if tasks else ""
+
+
+def execute_operation(task: OperationTask) -> WriteStat | None:
+    """Compact one file group; returns its write stat (None when nothing is left to write and there was no base).
+
+    The new base file is named with the task's write token (``task.attempt``).
+    """
+    storage, fs = _task_slice(task)
+    flt, mcfg = task.instant_filter, task.merge
     p = task.partition_path
     base = fs.base_file
     t0 = time.monotonic()
@@ -240,9 +220,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
             tables = [spill.put(t) for t in tables]
             held = 0
     scan_ms = int((time.monotonic() - t0) * 1000)
-    token = make_write_token(
-        task.task_partition_id, stage_id, attempt_id if attempt_id is not None else task.task_partition_id
-    )
+    token = task.attempt.write_token
     t1 = time.monotonic()
     writer: WriteBehind | BaseFileWriter | None = None
     pf = storage.open_parquet(storage.join(base.relative_path)) if base is not None else None
@@ -263,7 +241,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
                 avro_schema=avro,
                 arrow_schema=schema,
                 preserve_commit_metadata=True,
-                config=task.parquet(),
+                config=task.parquet,
                 unique_columns=tuple(task.unique_columns),
                 row_bytes_hint=row_bytes_hint,
             )
@@ -305,7 +283,7 @@ def execute_operation(task: OperationTask, *, stage_id: int = 0, attempt_id: int
     return WriteStat(
         fileId=task.file_id,
         path=new_file.relative_path,
-        prevCommit=task.base_instant,
+        prevCommit=str(fs.base_instant),
         numWrites=rows,
         numDeletes=deleted,
         numUpdateWrites=updated,
@@ -357,17 +335,3 @@ class _LogSpill:
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def run_operations(tasks: list[OperationTask], *, spark: object = None) -> list[WriteStat]:
-    """Execute every operation: on Spark (one task per operation) when a session is given, else in-process."""
-    if spark is None:
-        return [s for s in (execute_operation(t) for t in tasks) if s is not None]
-    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
-
-    results = run_json_tasks(
-        spark,
-        [json.dumps(asdict(t)) for t in tasks],
-        "lake_orchestration.hudi.services.compaction.executor:execute_operation_json",
-    )
-    return [WriteStat.from_json_obj(json.loads(r)) for r in results]
