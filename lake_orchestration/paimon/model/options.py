@@ -12,11 +12,12 @@ import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from lake_orchestration.errors import InvalidOptionError
 
 T = TypeVar("T")
+E = TypeVar("E", bound=enum.Enum)
 
 _MEMORY = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 _UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
@@ -76,8 +77,8 @@ class ConfigOption(Generic[T]):
     """Parser of the raw string value; raises ValueError on a bad value."""
 
 
-def _enum(cls: type[enum.Enum]) -> Callable[[str], object]:
-    def parse(value: str) -> object:
+def _enum(cls: type[E]) -> Callable[[str], E]:
+    def parse(value: str) -> E:
         v = value.strip().lower()
         for member in cls:
             if member.value == v:
@@ -92,13 +93,13 @@ MERGE_ENGINE: ConfigOption[MergeEngine] = ConfigOption(
     "merge-engine",
     MergeEngine.DEDUPLICATE,
     "How rows of the same key merge.",
-    _enum(MergeEngine),  # type: ignore[arg-type]
+    _enum(MergeEngine),
 )
 CHANGELOG_PRODUCER: ConfigOption[ChangelogProducer] = ConfigOption(
     "changelog-producer",
     ChangelogProducer.NONE,
     "Whether and how changelog files are produced.",
-    _enum(ChangelogProducer),  # type: ignore[arg-type]
+    _enum(ChangelogProducer),
 )
 NUM_SORTED_RUNS_COMPACTION_TRIGGER: ConfigOption[int] = ConfigOption(
     "num-sorted-run.compaction-trigger",
@@ -150,8 +151,8 @@ WRITE_ONLY: ConfigOption[bool] = ConfigOption(
 )
 
 #: Every option of the registry, by key.
-OPTIONS: dict[str, ConfigOption[object]] = {
-    o.key: o  # type: ignore[misc]
+OPTIONS: dict[str, ConfigOption[Any]] = {
+    o.key: o
     for o in (
         BUCKET,
         MERGE_ENGINE,
