@@ -41,6 +41,12 @@ PARSE_ORDER: tuple[str, ...] = (
     "HoodieIndexCommitMetadata",
     "HoodieMergeArchiveFilePlan",
     "HoodieArchivedMetaEntry",
+    "HoodiePath",
+    "HoodieFSPermission",
+    "HoodieFileStatus",
+    "HoodieBootstrapPartitionMetadata",
+    "HoodieBootstrapFilePartitionInfo",
+    "HoodieBootstrapIndexInfo",
 )
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
