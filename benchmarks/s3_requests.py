@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, unquote
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
@@ -149,13 +150,13 @@ def scenario(uri: str, so: dict[str, str], measure: Callable[[str], contextlib.A
     assert c.deleted and c.file_count == c.deleted, c
     t = HudiTable(uri, storage_options=so)
     with measure("archive (first archive file)"):
-        a = run_archive(t, ARCHIVE)
+        a = run_archive(t, ArchiveConfig.from_options(ARCHIVE))
     assert a.archive_file, a
     for _ in range(3):
         upsert()
     t = HudiTable(uri, storage_options=so)
     with measure("archive (second file + merge of 2)"):
-        a = run_archive(t, ARCHIVE)
+        a = run_archive(t, ArchiveConfig.from_options(ARCHIVE))
     assert a.archive_file and a.merge.merged_file, a
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
@@ -30,11 +31,13 @@ before = read_snapshot_table(HudiTable(path)).num_rows
 # --8<-- [start:archive]
 table = HudiTable(path)
 archive_options = {"hoodie.keep.min.commits": "11", "hoodie.keep.max.commits": "12"}
+# Hudi keys -> typed config: the options over the table's hoodie.properties over Hudi's defaults
+config = ArchiveConfig.from_options(archive_options, table_properties=table.config.raw)
 
-preview = run_archive(table, archive_options, dry_run=True)  # writes and deletes nothing
+preview = run_archive(table, config, dry_run=True)  # writes and deletes nothing
 print(f"would archive {len(preview.archived_instants)} instants")
 
-result = run_archive(table, archive_options)
+result = run_archive(table, config)
 print(result.archive_file, [str(i.time) for i in result.archived_instants])
 assert len(table.refresh().timeline.completed_commits()) == 11
 # --8<-- [end:archive]

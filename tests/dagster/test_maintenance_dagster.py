@@ -11,6 +11,7 @@ from lake_orchestration.dagster import HudiTableConfig, build_hudi_definitions
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
@@ -133,7 +134,7 @@ def test_small_archive_files_check_fails_until_merged(tmp_path: Path) -> None:
 
     for n in range(12):  # archive after every few commits: one small archive file per run
         write_table(str(path), generate_updates(base, fraction=0.5, seed=40 + n), operation="upsert")
-        run_archive(HudiTable(str(path)), opts)
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options(opts))
     files = ArchivedTimeline.load(HudiTable(str(path)).storage).files
     assert len(files) > 2
     table_key = dg.AssetKey(["hudi", "t"])

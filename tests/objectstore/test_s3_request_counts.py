@@ -41,6 +41,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
@@ -193,12 +194,12 @@ def test_listings_per_service_are_bounded(s3: S3Bucket) -> None:
 
     # archive: one listing of .hoodie/ and one of the archive folder per run, the merge included
     with counted(s3) as archive1:
-        a1 = run_archive(_table(s3), ARCHIVE)
+        a1 = run_archive(_table(s3), ArchiveConfig.from_options(ARCHIVE))
     assert a1.archive_file, a1
     for n in range(7, 10):
         _upsert(uri, s3, base, n)
     with counted(s3) as archive2:
-        a2 = run_archive(_table(s3), ARCHIVE)
+        a2 = run_archive(_table(s3), ArchiveConfig.from_options(ARCHIVE))
     assert a2.archive_file and a2.merge.merged_file and len(a2.merge.deleted) == 2, a2
     for step in (archive1, archive2):
         bound(step.of(".hoodie") == 1, step.describe())

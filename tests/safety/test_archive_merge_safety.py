@@ -22,6 +22,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, enco
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan, schema_text
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import merge_archive_files, run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import (
     MERGE_ARCHIVE_PLAN_NAME,
@@ -73,7 +74,7 @@ def archived_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
             options=opts,
         )
     for lo in RUNS:
-        run_archive(HudiTable(str(path)), _archive_opts(lo))
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options(_archive_opts(lo)))
     files = list_archive_files(HudiTable(str(path)).storage, _dir(HudiTable(str(path))))
     assert [f.version for f in files] == [1, 2, 3, 4, 5]
     return path
@@ -138,7 +139,7 @@ def test_merge_never_merges_nor_deletes_a_file_that_does_not_read_completely(
     before = _readable_entries(table)
     snapshot = hudi_rs_snapshot(table)
     with caplog.at_level(logging.WARNING):
-        result = merge_archive_files(HudiTable(str(table)), MERGE)
+        result = merge_archive_files(HudiTable(str(table)), ArchiveConfig.from_options(MERGE))
     assert bad.exists() and bad.read_bytes() == bad_bytes, "the unreadable file must stay as it was"
     # the newer small files 5, 4, 3 are merged; 2 stops the run, 1 (older) is not merged past it
     assert result.candidates == tuple(archive_file_name(v) for v in (5, 4, 3))
@@ -158,7 +159,7 @@ def test_merge_with_the_newest_file_unreadable_merges_nothing(table: Path, caplo
     before = sorted(p.name for p in _archived(table).iterdir())
     entries = _readable_entries(table)
     with caplog.at_level(logging.WARNING):
-        result = run_archive(HudiTable(str(table)), _archive_opts(3, merge=True))
+        result = run_archive(HudiTable(str(table)), ArchiveConfig.from_options(_archive_opts(3, merge=True)))
     assert result.merge.merged_file is None and not result.merge.deleted
     assert sorted(p.name for p in _archived(table).iterdir()) == before
     assert _readable_entries(table) == entries
@@ -189,7 +190,9 @@ def test_merge_recovery_keeps_candidates_the_merged_file_does_not_fully_hold(tab
     merged.write_bytes(merged.read_bytes()[: merged.stat().st_size // 2])  # the merged file loses its tail
     survivors = {v: (_archived(table) / archive_file_name(v)).read_bytes() for v in (1, 2, 3, 4)}
     held = _readable_entries(table)
-    merge_archive_files(HudiTable(str(table)), {**MERGE, "hoodie.archive.merge.enable": "false"})
+    merge_archive_files(
+        HudiTable(str(table)), ArchiveConfig.from_options({**MERGE, "hoodie.archive.merge.enable": "false"})
+    )
     assert not (_archived(table) / MERGE_ARCHIVE_PLAN_NAME).exists()
     for v, data in survivors.items():
         assert (_archived(table) / archive_file_name(v)).read_bytes() == data, f"candidate {v} was deleted"
@@ -206,7 +209,9 @@ def test_merge_recovery_never_deletes_a_merged_file_that_is_not_a_copy_of_the_ca
         merged_archive_file_name=archive_file_name(5),
     )
     (_archived(table) / MERGE_ARCHIVE_PLAN_NAME).write_bytes(plan.to_bytes())
-    result = merge_archive_files(HudiTable(str(table)), {**MERGE, "hoodie.archive.merge.enable": "false"})
+    result = merge_archive_files(
+        HudiTable(str(table)), ArchiveConfig.from_options({**MERGE, "hoodie.archive.merge.enable": "false"})
+    )
     assert result.recovered == "reverted"
     assert (_archived(table) / archive_file_name(5)).exists()
     assert not (_archived(table) / MERGE_ARCHIVE_PLAN_NAME).exists()
@@ -235,7 +240,7 @@ def test_merge_recovery_of_a_partial_copy_deletes_it_and_keeps_every_entry(table
             batch=4,
             crash=crash,
         )
-    result = merge_archive_files(HudiTable(str(table)), MERGE)
+    result = merge_archive_files(HudiTable(str(table)), ArchiveConfig.from_options(MERGE))
     assert result.recovered == "reverted"
     assert _readable_entries(table) == before
     assert sorted(p.name for p in _archived(table).iterdir()) == [archive_file_name(6)]

@@ -20,6 +20,7 @@ import pytest
 
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
@@ -72,7 +73,7 @@ def test_replacecommit_stays_until_its_replaced_file_groups_are_cleaned(fresh_fi
     before = hudi_rs_snapshot(path)
 
     # 7 commits > max 3: up to 7 - 2 = 5 could go, but the replacecommit r3 (never cleaned) stops archival
-    res = run_archive(HudiTable(str(path)), ARCHIVE)
+    res = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE))
     assert [str(i.time) for i in res.archived_instants] == [c1, c2]
     assert _completed(path) == [r3, c4, c5, c6, c7]
     assert {f"{r3}.replacecommit{s}" for s in ("", ".inflight", ".requested")} <= _timeline_files(path)
@@ -84,12 +85,12 @@ def test_replacecommit_stays_until_its_replaced_file_groups_are_cleaned(fresh_fi
     assert_same_rows(hudi_rs_snapshot(path), before)
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), before)
     # nothing changed for the cleaner: a second run archives nothing
-    assert not run_archive(HudiTable(str(path)), ARCHIVE).archived_instants
+    assert not run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE)).archived_instants
 
     # the cleaner deletes the replaced file groups; then r3 may go: 5 commits > 3, the 5 - 2 oldest
     run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "1"})
     assert not any((path / f).exists() for f in replaced)
-    res = run_archive(HudiTable(str(path)), ARCHIVE)
+    res = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE))
     assert [str(i.time) for i in res.archived_instants] == [r3, c4, c5]
     assert _completed(path) == [c6, c7]
     assert (r3, "replacecommit", "COMPLETED") in _archived(path)
@@ -143,7 +144,7 @@ def test_archive_never_passes_the_metadata_table_compaction(tmp_path: Path, comp
     commits = _completed(path)
     before = hudi_rs_snapshot(path)
     _java_metadata_table(path, commits, commits[compacted] if compacted is not None else None)
-    res = run_archive(HudiTable(str(path)), ARCHIVE)
+    res = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE))
     # without the metadata table: 8 > max 3, archive the 8 - min 2 = 6 oldest; with it only those before
     # "<compacted deltacommit>001" (a string comparison: the compacted deltacommit itself is before it)
     expected = {None: [], 2: commits[:3], 4: commits[:5], 7: commits[:6]}[compacted]

@@ -22,6 +22,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -124,7 +125,10 @@ def test_two_archive_runs_with_merge_at_once_lose_and_duplicate_nothing(tmp_path
     path, _ = _table(tmp_path, 25, TableType.COPY_ON_WRITE)
     # two earlier runs leave two small archive files
     for lo in (21, 17):
-        run_archive(HudiTable(str(path)), {"hoodie.keep.min.commits": str(lo), "hoodie.keep.max.commits": str(lo + 1)})
+        run_archive(
+            HudiTable(str(path)),
+            ArchiveConfig.from_options({"hoodie.keep.min.commits": str(lo), "hoodie.keep.max.commits": str(lo + 1)}),
+        )
     active_before = _state_files(path)
     archived_before = _archived_names(path)
     assert len(archived_before) == 24 and len(set(archived_before)) == 24

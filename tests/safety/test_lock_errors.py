@@ -10,6 +10,7 @@ import pytest
 from lake_orchestration.errors import StorageError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from tests.safety.test_table_lock import _table
 
@@ -22,7 +23,7 @@ def test_lock_path_under_a_file_is_a_storage_error_naming_the_lock_file(tmp_path
     before = sorted(p.name for p in (path / ".hoodie").iterdir())
     options = {"hoodie.write.lock.filesystem.path": str(lock_dir), "hoodie.write.lock.wait_time_ms": "200"}
     with pytest.raises(StorageError) as info:
-        run_archive(HudiTable(str(path)), options)
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options))
     message = str(info.value)
     assert f"{lock_dir}/lock" in message and "hoodie.write.lock.filesystem.path" in message, message
     assert sorted(p.name for p in (path / ".hoodie").iterdir()) == before

@@ -20,6 +20,7 @@ import pytest
 
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
 from lake_orchestration.hudi.services.archive import merge_archive_files, run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import MERGE_ARCHIVE_PLAN_NAME
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
@@ -89,7 +90,9 @@ def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path
     if service == "archive merge":  # two small archive files
         for keep in (6, 4):
             keep_opts = {"hoodie.keep.min.commits": str(keep), "hoodie.keep.max.commits": str(keep + 1)}
-            assert run_archive(HudiTable(str(path)), {**keep_opts, "hoodie.cleaner.commits.retained": "2"}).archive_file
+            assert run_archive(
+                HudiTable(str(path)), ArchiveConfig.from_options({**keep_opts, "hoodie.cleaner.commits.retained": "2"})
+            ).archive_file
     options = {**SERVICE_OPTIONS[service], **HOLDER_LOCK}
     held, go = tmp_path / "held", tmp_path / "go"
     proc = subprocess.Popen(
@@ -135,9 +138,9 @@ def test_holder_paused_past_lock_expiry_stops_before_changing_the_table(tmp_path
     assert "TableLockLostError" in err and "paused holder" in err and "was lost" in err, err[-3000:]
     # the service still works once run again under a lock of its own
     if service == "archive":
-        assert run_archive(HudiTable(str(path)), options).archived_instants
+        assert run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options)).archived_instants
     elif service == "archive merge":  # the plan the taker left is resolved, then the files merged
-        merged = merge_archive_files(HudiTable(str(path)), options)
+        merged = merge_archive_files(HudiTable(str(path)), ArchiveConfig.from_options(options))
         assert merged.recovered == "reverted" and merged.merged_file, merged
     else:
         from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction

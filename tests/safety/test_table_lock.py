@@ -24,6 +24,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import InvalidOptionError, TableLockedError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
@@ -310,7 +311,7 @@ def test_services_refuse_while_locked_and_write_nothing(tmp_path: Path) -> None:
         "hoodie.cleaner.commits.retained": "1",
     }
     with pytest.raises(TableLockedError):
-        run_archive(HudiTable(str(path)), archive_opts)
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options(archive_opts))
     with pytest.raises(TableLockedError):
         run_clean(HudiTable(str(path)), {**FAST, "hoodie.cleaner.commits.retained": "1"})
     from lake_orchestration.hudi.services.compaction import CompactionConfig

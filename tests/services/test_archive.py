@@ -20,6 +20,7 @@ from lake_orchestration.hudi.model.instant import INSTANT_FORMAT
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.archiver import archive_records
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.archive.planner import raw_instants
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -41,8 +42,13 @@ class _Crash(Exception):
 
 
 def _opts(table_type: TableType) -> WriteOptions:
-    return WriteOptions(table_name="t", table_type=table_type, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts")
+    return WriteOptions(
+        table_name="t",
+        table_type=table_type,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+    )
 
 
 def _table(tmp_path: Path, commits: int, table_type: TableType = TableType.MERGE_ON_READ) -> Path:
@@ -96,8 +102,11 @@ def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(t
     assert_same_rows(hudi_rs_snapshot(path), before)
     # every archived state is readable, with the metadata the commit file held
     archived = ArchivedTimeline.load(HudiTable(str(path)).storage)
-    assert {f"{e.instant.time}.{e.instant.action.value}" + ("" if e.instant.is_completed else
-            f".{e.instant.state.name.lower()}") for e in archived} == expected_files
+    assert {
+        f"{e.instant.time}.{e.instant.action.value}"
+        + ("" if e.instant.is_completed else f".{e.instant.state.name.lower()}")
+        for e in archived
+    } == expected_files
     for e in archived.entries:
         if not e.instant.is_completed:
             continue
@@ -105,15 +114,23 @@ def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(t
         orig = originals[str(e.instant.time)]
         assert md["operationType"] == orig["operationType"]
         assert md["extraMetadata"] == {**orig["extraMetadata"], "ROLLING_STAT": ""}
-        got = {p: sorted((s["fileId"], s["path"], s["numWrites"], s["totalWriteBytes"]) for s in stats)
-               for p, stats in md["partitionToWriteStats"].items()}
-        want = {p: sorted((s["fileId"], s["path"], s["numWrites"], s["totalWriteBytes"]) for s in stats)
-                for p, stats in orig["partitionToWriteStats"].items()}
+        got = {
+            p: sorted((s["fileId"], s["path"], s["numWrites"], s["totalWriteBytes"]) for s in stats)
+            for p, stats in md["partitionToWriteStats"].items()
+        }
+        want = {
+            p: sorted((s["fileId"], s["path"], s["numWrites"], s["totalWriteBytes"]) for s in stats)
+            for p, stats in orig["partitionToWriteStats"].items()
+        }
         assert got == want
     # the next write is accepted and still read by the oracle
     base = generate_trips(40, partitions=2, seed=1)
-    write_table(str(path), generate_updates(base, fraction=0.2, seed=99, ts_offset=10**9), operation="upsert",
-                options=_opts(TableType.MERGE_ON_READ))
+    write_table(
+        str(path),
+        generate_updates(base, fraction=0.2, seed=99, ts_offset=10**9),
+        operation="upsert",
+        options=_opts(TableType.MERGE_ON_READ),
+    )
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), hudi_rs_snapshot(path))
     # a second run has nothing to do
     again = run_archive(HudiTable(str(path)))
@@ -122,7 +139,7 @@ def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(t
 
 def test_archive_file_block_layout_is_hudi_archive_format(tmp_path: Path) -> None:
     path = _table(tmp_path, 16, TableType.COPY_ON_WRITE)
-    run_archive(HudiTable(str(path)), {**SMALL, "hoodie.commits.archival.batch": "4"})
+    run_archive(HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.commits.archival.batch": "4"}))
     data = (path / ".hoodie" / "archived" / ".commits_.archive.1_1-0-1").read_bytes()
     blocks = list(iter_blocks(data))
     counts = []
@@ -140,11 +157,17 @@ def test_archive_file_block_layout_is_hudi_archive_format(tmp_path: Path) -> Non
 def test_archive_keep_min_not_above_cleaner_retained_raises(tmp_path: Path) -> None:
     path = _table(tmp_path, 2)
     with pytest.raises(PlanError, match=r"hoodie.keep.min.commits=10 to be greater than hoodie.cleaner.commits"):
-        run_archive(HudiTable(str(path)), {"hoodie.keep.min.commits": "10", "hoodie.keep.max.commits": "30"})
+        run_archive(
+            HudiTable(str(path)),
+            ArchiveConfig.from_options({"hoodie.keep.min.commits": "10", "hoodie.keep.max.commits": "30"}),
+        )
     with pytest.raises(PlanError, match=r"hoodie.keep.max.commits=20 to be greater"):
-        run_archive(HudiTable(str(path)), {"hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "20"})
+        run_archive(
+            HudiTable(str(path)),
+            ArchiveConfig.from_options({"hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "20"}),
+        )
     with pytest.raises(PlanError, match=r"hoodie.keep.min.commits='x'"):
-        run_archive(HudiTable(str(path)), {"hoodie.keep.min.commits": "x"})
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options({"hoodie.keep.min.commits": "x"}))
 
 
 def test_archive_pending_instant_keeps_commits_from_the_last_completed_before_it(tmp_path: Path) -> None:
@@ -156,11 +179,11 @@ def test_archive_pending_instant_keeps_commits_from_the_last_completed_before_it
     # KEEP_LATEST_FILE_VERSIONS: no earliest commit to retain, so only the pending rule binds:
     # oldest commit to retain = times[7] (last completed before the pending one) -> times[:7] (count limit: 9)
     options = {**SMALL, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}
-    result = run_archive(HudiTable(str(path)), options, dry_run=True)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options), dry_run=True)
     assert [str(i.time) for i in result.archived_instants] == times[:7]
     # KEEP_LATEST_COMMITS (10): the cleaner retains from times[7] (its earliest commit to retain stops before the
     # pending instant) -> min = 12 completed after it + 2 = 14, max = 15; 20 > 15 -> archive 20 - 14 = 6
-    result = run_archive(HudiTable(str(path)), SMALL)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL))
     assert (result.min_instants_to_keep, result.max_instants_to_keep) == (14, 15)
     assert result.earliest_commit_to_retain == times[7]
     assert [str(i.time) for i in result.archived_instants] == times[:6]
@@ -175,7 +198,7 @@ def test_archive_savepoint_stops_archival_unless_beyond_savepoint(tmp_path: Path
     (path / ".hoodie" / f"{times[4]}.savepoint.inflight").write_bytes(b"")
     (path / ".hoodie" / f"{times[4]}.savepoint").write_bytes(sp.to_bytes())
     options = {**SMALL, "hoodie.archive.beyond.savepoint": str(beyond).lower()}
-    result = run_archive(HudiTable(str(path)), options)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options))
     got = [str(i.time) for i in result.archived_instants]
     assert got == ([t for t in times[:10] if t != times[4]] if beyond else times[:4])
     assert (path / ".hoodie" / f"{times[4]}.commit").exists()
@@ -184,11 +207,14 @@ def test_archive_savepoint_stops_archival_unless_beyond_savepoint(tmp_path: Path
 def test_archive_mor_keeps_deltacommits_a_compaction_trigger_needs(tmp_path: Path) -> None:
     path = _table(tmp_path, 35)
     times = _completed_commit_times(path)
-    result = run_archive(HudiTable(str(path)), {**SMALL, "hoodie.compact.inline.max.delta.commits": "20"})
+    result = run_archive(
+        HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.compact.inline.max.delta.commits": "20"})
+    )
     # no compaction yet: keep the last 20 deltacommits, i.e. archive only before times[15] (count limit: 24)
     assert [str(i.time) for i in result.archived_instants] == times[:15]
     result = run_archive(
-        HudiTable(str(path)), {**SMALL, "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED"}
+        HudiTable(str(path)),
+        ArchiveConfig.from_options({**SMALL, "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED"}),
     )
     assert [str(i.time) for i in result.archived_instants] == times[15:24]  # the rule does not apply
 
@@ -202,10 +228,14 @@ def test_archive_compaction_groups_plan_and_commit_with_metadata(tmp_path: Path)
     opts = _opts(TableType.MERGE_ON_READ)
     base = generate_trips(40, partitions=2, seed=1)
     for i in range(12):
-        write_table(str(path), generate_updates(base, fraction=0.1, seed=50 + i, ts_offset=(50 + i) * 10**6),
-                    operation="upsert", options=opts)
+        write_table(
+            str(path),
+            generate_updates(base, fraction=0.1, seed=50 + i, ts_offset=(50 + i) * 10**6),
+            operation="upsert",
+            options=opts,
+        )
     before = hudi_rs_snapshot(path)
-    result = run_archive(HudiTable(str(path)), SMALL)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL))
     # 25 completed commits, keep 11; compaction rule keeps the last 5 deltacommits after the compaction
     assert len(result.archived_instants) == 14 and c in {str(i.time) for i in result.archived_instants}
     assert {f"{c}.compaction.requested", f"{c}.compaction.inflight", f"{c}.commit"} <= set(result.archived_files)
@@ -220,10 +250,20 @@ def test_archive_compaction_groups_plan_and_commit_with_metadata(tmp_path: Path)
 
 
 def _add_clean(path: Path, ts: str) -> None:
-    plan = CleanerPlan(policy="KEEP_LATEST_COMMITS", version=2, files_to_be_deleted_per_partition={},
-                       file_paths_to_be_deleted_per_partition={})
-    md = CleanMetadata(start_clean_time=ts, time_taken_in_millis=1, total_files_deleted=0,
-                       earliest_commit_to_retain="", partition_metadata={}, version=2)
+    plan = CleanerPlan(
+        policy="KEEP_LATEST_COMMITS",
+        version=2,
+        files_to_be_deleted_per_partition={},
+        file_paths_to_be_deleted_per_partition={},
+    )
+    md = CleanMetadata(
+        start_clean_time=ts,
+        time_taken_in_millis=1,
+        total_files_deleted=0,
+        earliest_commit_to_retain="",
+        partition_metadata={},
+        version=2,
+    )
     hoodie = path / ".hoodie"
     (hoodie / f"{ts}.clean.requested").write_bytes(plan.to_bytes())
     (hoodie / f"{ts}.clean.inflight").write_bytes(plan.to_bytes())
@@ -236,7 +276,7 @@ def test_archive_cleans_archived_by_their_own_count(tmp_path: Path) -> None:
     cleans = [_plus_ms(last, 10 * (k + 1)) for k in range(13)]
     for ts in cleans:
         _add_clean(path, ts)
-    result = run_archive(HudiTable(str(path)), SMALL)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL))
     assert [str(i.time) for i in result.archived_instants] == cleans[:2]  # 13 > 12: archive 13 - 11
     archived = ArchivedTimeline.load(HudiTable(str(path)).storage)
     assert len(archived) == 6
@@ -261,11 +301,11 @@ def test_archive_crash_next_run_converges_without_loss_or_duplicates(tmp_path: P
             raise _Crash(at)
 
     with pytest.raises(_Crash):
-        run_archive(HudiTable(str(path)), SMALL, _crash_at=crash)
+        run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL), _crash_at=crash)
     assert_same_rows(hudi_rs_snapshot(path), before)
-    dry = run_archive(HudiTable(str(path)), SMALL, dry_run=True)
+    dry = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL), dry_run=True)
     assert dry.repaired_files and set(dry.repaired_files) <= expected
-    result = run_archive(HudiTable(str(path)), SMALL)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL))
     assert set(result.repaired_files) <= expected and not result.archived_instants
     keys = _archived_keys(path)
     assert len(keys) == len(set(keys)) == len(expected)
@@ -277,9 +317,15 @@ def test_archive_crash_next_run_converges_without_loss_or_duplicates(tmp_path: P
 def _merge_runs(path: Path, crash=None) -> list:  # type: ignore[no-untyped-def]
     results = []
     for k, lo in enumerate((31, 27, 23)):
-        options = {"hoodie.keep.min.commits": str(lo), "hoodie.keep.max.commits": str(lo + 1),
-                   "hoodie.archive.merge.enable": "true", "hoodie.archive.merge.files.batch.size": "3"}
-        results.append(run_archive(HudiTable(str(path)), options, _crash_at=crash if k == 2 else None))
+        options = {
+            "hoodie.keep.min.commits": str(lo),
+            "hoodie.keep.max.commits": str(lo + 1),
+            "hoodie.archive.merge.enable": "true",
+            "hoodie.archive.merge.files.batch.size": "3",
+        }
+        results.append(
+            run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options), _crash_at=crash if k == 2 else None)
+        )
     return results
 
 
@@ -293,8 +339,11 @@ def test_archive_merge_small_files_end_as_one_with_every_instant_readable(tmp_pa
     r1, r2, r3 = _merge_runs(path)
     assert [len(r.archived_instants) for r in (r1, r2, r3)] == [4, 4, 4]
     assert not r1.merge.candidates and not r2.merge.candidates
-    assert r3.merge.candidates == (".commits_.archive.3_1-0-1", ".commits_.archive.2_1-0-1",
-                                   ".commits_.archive.1_1-0-1")
+    assert r3.merge.candidates == (
+        ".commits_.archive.3_1-0-1",
+        ".commits_.archive.2_1-0-1",
+        ".commits_.archive.1_1-0-1",
+    )
     assert _archive_files(path) == [".commits_.archive.4_1-0-1"] == [r3.merge.merged_file]
     keys = _archived_keys(path)
     assert len(keys) == len(set(keys)) == 36
@@ -316,9 +365,13 @@ def test_archive_merge_crash_next_run_completes_or_undoes(tmp_path: Path, stage:
     with pytest.raises(_Crash):
         _merge_runs(path, crash)
     assert (path / ".hoodie" / "archived" / MERGE_ARCHIVE_PLAN_NAME).exists()
-    options = {"hoodie.keep.min.commits": "23", "hoodie.keep.max.commits": "24",
-               "hoodie.archive.merge.enable": "true", "hoodie.archive.merge.files.batch.size": "3"}
-    result = run_archive(HudiTable(str(path)), options)
+    options = {
+        "hoodie.keep.min.commits": "23",
+        "hoodie.keep.max.commits": "24",
+        "hoodie.archive.merge.enable": "true",
+        "hoodie.archive.merge.files.batch.size": "3",
+    }
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(options))
     assert result.merge.recovered == ("completed" if stage == "first_candidate_deleted" else "reverted")
     files = _archive_files(path)
     assert MERGE_ARCHIVE_PLAN_NAME not in files and len(files) == 1
@@ -331,7 +384,7 @@ def test_archive_merge_crash_next_run_completes_or_undoes(tmp_path: Path, stage:
 def test_archive_unreadable_merge_plan_is_discarded(tmp_path: Path) -> None:
     path = _table(tmp_path, 3, TableType.COPY_ON_WRITE)
     (path / ".hoodie" / "archived" / MERGE_ARCHIVE_PLAN_NAME).write_bytes(b"Obj\x01trunc")
-    result = run_archive(HudiTable(str(path)), {"hoodie.archive.merge.enable": "true"})
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options({"hoodie.archive.merge.enable": "true"}))
     assert result.merge.recovered == "discarded"
     assert not (path / ".hoodie" / "archived" / MERGE_ARCHIVE_PLAN_NAME).exists()
 
@@ -339,7 +392,7 @@ def test_archive_unreadable_merge_plan_is_discarded(tmp_path: Path) -> None:
 def test_archive_dry_run_writes_and_deletes_nothing(tmp_path: Path) -> None:
     path = _table(tmp_path, 14, TableType.COPY_ON_WRITE)
     names = _hoodie_names(path)
-    result = run_archive(HudiTable(str(path)), SMALL, dry_run=True)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL), dry_run=True)
     assert result.dry_run and len(result.archived_instants) == 3 and result.archive_file is None
     assert _hoodie_names(path) == names and _archive_files(path) == []
 
@@ -384,7 +437,9 @@ def test_archive_cli_dry_run_then_archive_then_show_archived(tmp_path: Path) -> 
 
 def test_archive_table_stays_writable_and_readable_after_archiving_all_but_min(tmp_path: Path) -> None:
     path = _table(tmp_path, 13)
-    run_archive(HudiTable(str(path)), {**SMALL, "hoodie.compact.inline.max.delta.commits": "1"})
+    run_archive(
+        HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.compact.inline.max.delta.commits": "1"})
+    )
     assert len(_completed_commit_times(path)) == 11
     extra = pa.concat_tables([generate_trips(5, partitions=2, seed=7)])
     write_table(str(path), extra, operation="insert", options=_opts(TableType.MERGE_ON_READ))

@@ -15,6 +15,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table import HudiTable
@@ -40,9 +41,15 @@ def _expected(rows: dict[str, dict]) -> pa.Table:
 
 def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
-                        small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        small_file_limit=0,
+    )
     base = generate_trips(200, partitions=2, seed=7)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     model = {r["uuid"]: r for r in base.to_pylist()}  # independent expectation: last write per key wins
@@ -53,15 +60,14 @@ def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path
         write_table(str(path), upd, operation="upsert", options=opts)
         model.update({r["uuid"]: r for r in upd.to_pylist()})
         if n % 10 == 9:
-            run_compaction(HudiTable(str(path)), schedule=True,
-                           config=CompactionConfig(max_delta_commits=10))
+            run_compaction(HudiTable(str(path)), schedule=True, config=CompactionConfig(max_delta_commits=10))
         if n % 25 == 24 or n == DELTA_COMMITS - 1:
             t = HudiTable(str(path))
             completed |= {(str(i.time), i.action.value) for i in t.timeline.completed()}
             before = hudi_rs_snapshot(path)
             run_clean(t, MAINTENANCE)
             completed |= {(str(i.time), i.action.value) for i in HudiTable(str(path)).timeline.completed()}
-            result = run_archive(HudiTable(str(path)), MAINTENANCE)
+            result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(MAINTENANCE))
             archives_written += result.archive_file is not None
             files = ArchivedTimeline.load(HudiTable(str(path)).storage).files
             # merge keeps the number of small archive files below hoodie.archive.merge.files.batch.size
@@ -82,8 +88,12 @@ def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path
     missing = completed - active - set(on_archive)
     assert not missing, f"instants lost: {sorted(missing)[:5]}"
     assert not set(on_archive) & active, "an instant is on both timelines"
-    payload = {"deltacommit": "hoodie_commit_metadata", "commit": "hoodie_commit_metadata",
-               "clean": "hoodie_clean_metadata", "rollback": "hoodie_rollback_metadata"}
+    payload = {
+        "deltacommit": "hoodie_commit_metadata",
+        "commit": "hoodie_commit_metadata",
+        "clean": "hoodie_clean_metadata",
+        "rollback": "hoodie_rollback_metadata",
+    }
     for (ts, action), entry in on_archive.items():
         md = getattr(entry.entry, payload[action])
         assert md, f"{ts} {action} archived without its metadata"
@@ -92,7 +102,9 @@ def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path
     # merge enabled: the small archive files end as one once a merge runs over them (a batch size they reach)
     assert archives_written > 5
     keys = sorted(archived.keys())
-    merged = run_archive(HudiTable(str(path)), {**MAINTENANCE, "hoodie.archive.merge.files.batch.size": "2"})
+    merged = run_archive(
+        HudiTable(str(path)), ArchiveConfig.from_options({**MAINTENANCE, "hoodie.archive.merge.files.batch.size": "2"})
+    )
     after = ArchivedTimeline.load(t.storage)
     assert len(after.files) == 1 and merged.merge.merged_file == after.files[0].name, merged.merge
     assert sorted(after.keys()) == keys, "the merge lost or duplicated an archived instant"

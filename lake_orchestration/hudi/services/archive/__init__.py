@@ -1,6 +1,6 @@
 """Archival of the active timeline (timeline layout 1) with merge of small archive files.
 
-``run_archive(table, options)`` is the entry point: recover a crashed merge, finish a crashed run's deletions,
+``run_archive(table, config)`` is the entry point: recover a crashed merge, finish a crashed run's deletions,
 choose instants (:mod:`.planner`), write and verify the archive file, delete the archived instant files (pending
 before completed, completed oldest first), their markers and ``.aux`` copies, then merge small archive files.
 Mirrors ``HoodieTimelineArchiver.archiveIfRequired`` (0.14/0.15).
@@ -9,7 +9,6 @@ Mirrors ``HoodieTimelineArchiver.archiveIfRequired`` (0.14/0.15).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +96,7 @@ class ArchiveResult:
 
 def run_archive(
     table: HudiTable,
-    options: Mapping[str, str] | None = None,
+    config: ArchiveConfig | None = None,
     *,
     dry_run: bool = False,
     _crash_at: CrashHook | None = None,
@@ -106,9 +105,8 @@ def run_archive(
 
     Args:
         table: The table.
-        options: Hudi keys (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``,
-            ``hoodie.commits.archival.batch``, ``hoodie.archive.*``, ``hoodie.cleaner.*``,
-            ``hoodie.compact.inline.*``) over ``hoodie.properties`` over Hudi's defaults.
+        config: The settings; None = :meth:`ArchiveConfig.for_table` (``hoodie.properties`` over Hudi's defaults).
+            Build one from Hudi keys with ``ArchiveConfig.from_options(options, table_properties=table.config.raw)``.
         dry_run: Only compute what would be archived, repaired and merged; write and delete nothing.
         _crash_at: Test hook called with each stage name (raise from it to simulate a crash).
 
@@ -123,11 +121,13 @@ def run_archive(
         TableLockedError: Another process holds the table lock (``hoodie.write.lock.*``) past the wait time.
 
     Example:
-        >>> result = run_archive(HudiTable("/data/trips"), {"hoodie.keep.min.commits": "20"})  # doctest: +SKIP
+        >>> table = HudiTable("/data/trips")                                                # doctest: +SKIP
+        >>> config = ArchiveConfig.from_options({"hoodie.keep.min.commits": "20"}, table_properties=table.config.raw)
+        >>> result = run_archive(table, config)                                            # doctest: +SKIP
         >>> result.archive_file                                                              # doctest: +SKIP
         '.commits_.archive.1_1-0-1'
     """
-    config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
+    config = config or ArchiveConfig.for_table(table.config.raw)
     config.validate()
     # The whole run, merge included, holds the table lock: two archivals at once would archive the same instants
     # twice, and one's merge recovery would take the other's live merge plan for a crashed one.
@@ -205,15 +205,13 @@ def _run_archive(table: HudiTable, config: ArchiveConfig, *, dry_run: bool, cras
     )
 
 
-def merge_archive_files(
-    table: HudiTable, options: Mapping[str, str] | None = None, *, dry_run: bool = False
-) -> MergeResult:
+def merge_archive_files(table: HudiTable, config: ArchiveConfig | None = None, *, dry_run: bool = False) -> MergeResult:
     """Only the merge step of archival: resolve a crashed merge, then merge small archive files if enabled.
 
     For callers that run archive and merge as separate steps (the Dagster ``<t>__archive`` job); ``run_archive``
-    already does both.
+    already does both. ``config``: as :func:`run_archive`.
     """
-    config = ArchiveConfig.from_options(options, table_properties=table.config.raw)
+    config = config or ArchiveConfig.for_table(table.config.raw)
     config.validate()
     directory = archive_dir(table.storage, table.config.archivelog_folder)
     with nullcontext() if dry_run else table_lock(table, operation="archive merge", config=config.lock):

@@ -61,6 +61,15 @@ class ArchiveConfig:
         merged = {**dict(table_properties or {}), **dict(options or {})}
         return parse_options(cls, merged, service="archive", lock=LockConfig.from_options(options, service="archive"))
 
+    @classmethod
+    def for_table(cls, table_properties: Mapping[str, str]) -> ArchiveConfig:
+        """The settings of a table's ``hoodie.properties`` over Hudi's defaults (no options given).
+
+        Raises:
+            InvalidOptionError: A value in ``hoodie.properties`` that does not parse, naming the key and the value.
+        """
+        return cls.from_options(None, table_properties=table_properties)
+
     def validate(self) -> None:
         """The checks of ``HoodieWriteConfig.Builder.validate`` (0.14/0.15) that concern archival.
 
