@@ -25,6 +25,7 @@ import dagster as dg
 import pydantic
 import yaml
 
+from lake_orchestration.config.keys import HOODIE_PREFIX
 from lake_orchestration.errors import LakeOrchestrationError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -54,7 +55,7 @@ def _normalize_options(value: Any, what: str) -> Any:
         return value
     out: dict[str, str] = {}
     for k, v in value.items():
-        if not isinstance(k, str) or not k.startswith("hoodie."):
+        if not isinstance(k, str) or not k.startswith(HOODIE_PREFIX):
             raise ValueError(f"{what} take Hudi's keys (hoodie.*); got key {k!r}")
         if not isinstance(v, str | int | float | bool):
             raise ValueError(f"{what}: {k} must be a string, number or boolean, got {type(v).__name__}")
