@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from lake_orchestration.errors import CorruptFileError
 from lake_orchestration.hudi.hfile import (
     Compression,
     HFileReader,
@@ -156,3 +157,23 @@ def test_trailer_serialize_parse_round_trip_is_4096_bytes() -> None:
     assert len(raw) == 4096
     assert raw[-4:] == struct.pack(">I", 3 | (3 << 24))
     assert Trailer.parse(raw) == trailer
+
+
+def test_reader_random_corruption_raises_only_corrupt_file_error() -> None:
+    rng = random.Random(11)
+    entries = [(f"k{i:05d}".encode(), rng.randbytes(30)) for i in range(400)]
+    for compression in (Compression.NONE, Compression.GZ):
+        good = _write(entries, block_size=1024, max_chunk_size=256, compression=compression)
+        for _ in range(300):
+            data = bytearray(good)
+            if rng.random() < 0.3:
+                data = data[: rng.randrange(len(data))]
+            else:
+                for _ in range(rng.randrange(1, 4)):
+                    data[rng.randrange(len(data))] = rng.randrange(256)
+            try:
+                reader = HFileReader(bytes(data), path="fuzz.hfile")
+                list(reader.records())
+                reader.get(b"k00200")
+            except CorruptFileError as err:
+                assert "fuzz.hfile" in str(err)

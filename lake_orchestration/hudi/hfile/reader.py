@@ -100,7 +100,7 @@ class HFileReader:
         try:
             self._trailer = Trailer.parse(self._data)
             self._load_on_open()
-        except (BlockFormatError, TrailerFormatError, ValueError, struct.error) as err:
+        except (BlockFormatError, TrailerFormatError, ValueError, IndexError, struct.error) as err:
             raise CorruptFileError(path, f"not a readable HFile v3: {err}") from err
 
     @classmethod
@@ -185,8 +185,8 @@ class HFileReader:
     def _guard(self, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
-        except (BlockFormatError, ValueError, struct.error) as err:
-            raise CorruptFileError(self._path, str(err)) from err
+        except (BlockFormatError, ValueError, IndexError, struct.error) as err:
+            raise CorruptFileError(self._path, str(err) or type(err).__name__) from err
 
     def block_records(self, index: int) -> list[Record]:
         """The decoded entries of data block ``index`` (cached)."""
