@@ -9,6 +9,7 @@ import click
 from lake_orchestration.cli.common import engine_or_none, open_table, parse_options, spark_master
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
+from lake_orchestration.config.keys import HoodieKey
 
 if TYPE_CHECKING:
     from lake_orchestration.hudi.services.compaction import CompactionResult, ScheduleResult
@@ -29,7 +30,9 @@ def _print_schedule(r: ScheduleResult) -> None:
 @compaction_group.command("schedule")
 @click.argument("path")
 @click.option("--instant-time", default=None, help="Instant of the new plan (default: now).")
-@click.option("--strategy", default=None, help="hoodie.compaction.strategy, e.g. LogFileSizeBasedCompactionStrategy.")
+@click.option(
+    "--strategy", default=None, help=f"{HoodieKey.COMPACTION_STRATEGY.key}, e.g. LogFileSizeBasedCompactionStrategy."
+)
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
 @click.option("--force", is_flag=True, help="Ignore the trigger strategy (hoodie.compact.inline.trigger.strategy).")
 @json_option()
@@ -42,7 +45,7 @@ def compaction_schedule(
 
     opts = parse_options(options)
     if strategy:
-        opts["hoodie.compaction.strategy"] = strategy
+        opts[HoodieKey.COMPACTION_STRATEGY.key] = strategy
     r = schedule_compaction(
         open_table(path), config=CompactionConfig.from_options(opts), instant_time=instant_time, force=force
     )

@@ -9,6 +9,7 @@ import click
 from lake_orchestration.cli.common import engine_or_none, parse_options, spark_master
 from lake_orchestration.cli.output import Output, json_option
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
+from lake_orchestration.config.keys import HoodieKey
 
 
 def _print_write(summary: dict[str, Any]) -> None:
@@ -30,15 +31,15 @@ def _print_write(summary: dict[str, Any]) -> None:
 @click.option(
     "--operation", type=click.Choice(["bulk_insert", "insert", "upsert", "delete"]), default="upsert", show_default=True
 )
-@click.option("--table-name", default=None, help="hoodie.table.name (to create the table).")
+@click.option("--table-name", default=None, help=f"{HoodieKey.TABLE_NAME.key} (to create the table).")
 @click.option(
     "--table-type",
     type=click.Choice(["MERGE_ON_READ", "COPY_ON_WRITE"]),
     default=None,
-    help="hoodie.datasource.write.table.type (to create the table; default MERGE_ON_READ).",
+    help=f"{HoodieKey.WRITE_TABLE_TYPE.key} (to create the table; default MERGE_ON_READ).",
 )
 @click.option("--record-key", "record_keys", multiple=True, help="Record key field (repeat for a composite key).")
-@click.option("--precombine-field", default=None, help="hoodie.datasource.write.precombine.field.")
+@click.option("--precombine-field", default=None, help=f"{HoodieKey.WRITE_PRECOMBINE_FIELD.key}.")
 @click.option(
     "--partition-field",
     "partition_fields",
@@ -48,7 +49,7 @@ def _print_write(summary: dict[str, Any]) -> None:
 @click.option(
     "--hive-style-partitioning/--no-hive-style-partitioning",
     default=None,
-    help="hoodie.datasource.write.hive_style_partitioning.",
+    help=f"{HoodieKey.HIVE_STYLE_PARTITIONING.key}.",
 )
 @click.option("--option", "options", multiple=True, help="Any Hudi option as key=value (repeatable).")
 @click.option(
@@ -83,17 +84,17 @@ def write_cmd(
 
     hudi_opts = parse_options(options)
     if table_name:
-        hudi_opts.setdefault("hoodie.table.name", table_name)
+        hudi_opts.setdefault(HoodieKey.TABLE_NAME.key, table_name)
     if table_type:
-        hudi_opts.setdefault("hoodie.datasource.write.table.type", table_type)
+        hudi_opts.setdefault(HoodieKey.WRITE_TABLE_TYPE.key, table_type)
     if record_keys:
-        hudi_opts.setdefault("hoodie.datasource.write.recordkey.field", ",".join(record_keys))
+        hudi_opts.setdefault(HoodieKey.RECORDKEY_FIELD.key, ",".join(record_keys))
     if precombine_field:
-        hudi_opts.setdefault("hoodie.datasource.write.precombine.field", precombine_field)
+        hudi_opts.setdefault(HoodieKey.WRITE_PRECOMBINE_FIELD.key, precombine_field)
     if partition_fields:
-        hudi_opts.setdefault("hoodie.datasource.write.partitionpath.field", ",".join(partition_fields))
+        hudi_opts.setdefault(HoodieKey.PARTITIONPATH_FIELD.key, ",".join(partition_fields))
     if hive_style_partitioning is not None:
-        hudi_opts.setdefault("hoodie.datasource.write.hive_style_partitioning", str(hive_style_partitioning).lower())
+        hudi_opts.setdefault(HoodieKey.HIVE_STYLE_PARTITIONING.key, str(hive_style_partitioning).lower())
     on = engine_or_none(engine, spark_master)
     result = write_table(
         path,
