@@ -228,6 +228,10 @@ class HFileReader:
     def keys(self) -> list[bytes]:
         return [r.key for r in self.records()]
 
+    def floor_block(self, key: bytes) -> int:
+        """Index of the data block with the greatest index key <= ``key`` (Java's ``floorEntry``), -1 if none."""
+        return bisect.bisect_right(self._first_keys, key) - 1
+
     def _start_block(self, key: bytes) -> int:
         # The block before the first index key >= key: an index key may equal a key whose earlier copies end the
         # previous block (non-unique keys), and a fake index key is only a lower bound.
@@ -341,7 +345,7 @@ class HFileCursor:
                 f"{current.key!r}; lookups must come in ascending order"
             )
         if self._block + 1 < len(blocks) and blocks[self._block + 1].first_key <= key:
-            self._block = bisect.bisect_right(self._reader._first_keys, key) - 1
+            self._block = self._reader.floor_block(key)
             self._pos = 0
         last_key = self._reader.last_key
         if self._block == len(blocks) - 1 and last_key is not None and key > last_key:

@@ -21,7 +21,7 @@ from lake_orchestration.hudi.hfile.block import (
 )
 from lake_orchestration.hudi.hfile.encoding import bytes_field, write_uvarint
 from lake_orchestration.hudi.hfile.index import IndexChunk
-from lake_orchestration.hudi.hfile.key import LATEST_TIMESTAMP, TYPE_PUT, encode_key, index_key
+from lake_orchestration.hudi.hfile.key import encode_key, index_key
 from lake_orchestration.hudi.hfile.reader import PBUF_MAGIC
 from lake_orchestration.hudi.hfile.trailer import KV_COMPARATOR, TRAILER_SIZE, Trailer
 
@@ -316,6 +316,3 @@ class HFileWriter:
             bytes_field(1, bytes_field(1, k) + bytes_field(2, v)) for k, v in sorted(self._file_info.items())
         )
         return PBUF_MAGIC + write_uvarint(len(message)) + message
-
-
-__all__ = ["LATEST_TIMESTAMP", "TYPE_PUT", "HFileWriter", "HFileWriterOptions"]
