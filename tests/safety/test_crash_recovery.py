@@ -25,7 +25,7 @@ from lake_orchestration.hudi.model.avro import RollbackMetadata, SavepointMetada
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
-from lake_orchestration.hudi.services.rollback.write import rollback_write
+from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT
@@ -62,7 +62,7 @@ exec(sys.argv[2])
 
 _ROLLBACK = """
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.services.rollback.write import rollback_write
+from lake_orchestration.hudi.services.rollback import rollback_write
 rollback_write(HudiTable(path), sys.argv[3])
 """
 

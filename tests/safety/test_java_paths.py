@@ -26,7 +26,7 @@ from lake_orchestration.hudi.model.avro import (
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import execute_clean, run_clean, schedule_clean
-from lake_orchestration.hudi.services.rollback.write import rollback_write
+from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT, HudiFixture

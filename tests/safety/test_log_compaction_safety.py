@@ -25,7 +25,7 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteS
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
-from lake_orchestration.hudi.services.rollback.write import rollback_write
+from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot

@@ -18,7 +18,7 @@ from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import RollbackMetadata, RollbackPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
-from lake_orchestration.hudi.services.rollback.write import rollback_stale_writes, rollback_write, stale_writes
+from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write, stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, is_heartbeat_expired
 from lake_orchestration.hudi.write import WriteOptions, write_table

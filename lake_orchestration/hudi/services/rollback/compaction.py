@@ -19,7 +19,7 @@ Paths in the rollback plan and metadata have the forms Java writes (see :mod:`la
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import nullcontext
 
 from lake_orchestration.config.options import heartbeat_options
@@ -28,14 +28,14 @@ from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import (
     CompactionPlan,
     InstantInfo,
-    RollbackMetadata,
-    RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
 )
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan, read_rollback_plan
+from lake_orchestration.hudi.services.rollback.committer import rollback_metadata
+from lake_orchestration.hudi.services.rollback.planner import pending_rollback_of
+from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan
 from lake_orchestration.hudi.table.heartbeat import attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
@@ -123,15 +123,6 @@ def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.C
     if action is Action.LOG_COMPACTION:
         return _log_attempt_files(table, plan, instant)
     return _attempt_files(table, plan, instant)
-
-
-def pending_rollback_of(table: HudiTable, instant: str) -> tuple[Instant, RollbackPlan] | None:
-    """The pending rollback whose plan targets ``instant`` (one that crashed half-way), with its plan."""
-    for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
-        rp = read_rollback_plan(table, pending)  # an unreadable plan: an error saying how to remove it
-        if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
-            return pending, rp
-    return None
 
 
 def rollback_inflight_compaction(
@@ -284,38 +275,3 @@ def _rollback_inflight_plan_locked(
     st.delete_file(table.instant_path(Instant(comp.time, action, State.INFLIGHT)), missing_ok=True)
     table.refresh()
     return done
-
-
-def rollback_metadata(
-    rollback_time: str,
-    start: float,
-    instant: str,
-    action: str,
-    *,
-    deleted: Mapping[str, Sequence[str]],
-    rollback_logs: Mapping[str, Mapping[str, int]] | None = None,
-    failed_logs: Mapping[str, Mapping[str, int]] | None = None,
-) -> RollbackMetadata:
-    """``HoodieRollbackMetadata`` of rolling back ``instant``: per partition the files deleted, the rollback log
-    files written (path -> size) and the failed commit's log files (path -> size); ``start`` is ``time.monotonic()``
-    at the start of the rollback."""
-    rollback_logs = rollback_logs or {}
-    failed_logs = failed_logs or {}
-    return RollbackMetadata(
-        start_rollback_time=rollback_time,
-        time_taken_in_millis=int((time.monotonic() - start) * 1000),
-        total_files_deleted=sum(len(v) for v in deleted.values()),
-        commits_rollback=(instant,),
-        partition_metadata={
-            p: RollbackPartitionMetadata(
-                partition_path=p,
-                success_delete_files=tuple(deleted.get(p, ())),
-                failed_delete_files=(),
-                rollback_log_files=dict(rollback_logs.get(p, {})),
-                log_files_from_failed_commit=dict(failed_logs.get(p, {})),
-            )
-            for p in sorted(set(deleted) | set(rollback_logs))
-        },
-        version=1,
-        instants_rollback=(InstantInfo(commit_time=instant, action=action),),
-    )

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
 
 from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import RollbackPlan
@@ -26,6 +28,21 @@ from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemovedRollback:
+    """A pending rollback whose plan does not decode, removed (or, on a dry run, that would be)."""
+
+    instant: str
+    """The pending rollback's instant."""
+    dry_run: bool
+    files: tuple[str, ...]
+    """Its timeline files (URIs), inflight first."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """What ``lake-orch rollback --instant-time <R> --json`` prints for it."""
+        return {"removed_pending_rollback": self.instant, "dry_run": self.dry_run, "files": list(self.files)}
 
 
 def rollback_repair_hint(table: HudiTable, rollback_instant: str) -> str:
