@@ -24,6 +24,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates, pick_de
 from lake_orchestration.hudi.model.instant import State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
@@ -124,7 +125,7 @@ def _run_flow(
             events.append(f"compaction: {[(r.operations, r.rows_written) for r in done]}")
         cleaned = run_clean(table(), MAINTENANCE)
         events.append(f"clean: {cleaned.deleted} deleted, {cleaned.failed} failed")
-        archived = run_archive(table(), MAINTENANCE)
+        archived = run_archive(table(), ArchiveConfig.from_options(MAINTENANCE))
         events.append(
             f"archive: {archived.archive_file is not None} merged={archived.merge.merged_file is not None} "
             f"deleted={len(archived.merge.deleted)}"
@@ -260,7 +261,7 @@ def _java_flow(uri: str, storage_options: Mapping[str, str], hudi_rs_options: Ma
     }
     cleaned = run_clean(HudiTable(uri, storage_options=so), options)
     events.append(f"clean: {cleaned.deleted} deleted, {cleaned.failed} failed")
-    archived = run_archive(HudiTable(uri, storage_options=so), options)
+    archived = run_archive(HudiTable(uri, storage_options=so), ArchiveConfig.from_options(options))
     events.append(f"archive: {len(archived.archived_instants)} markers={len(archived.markers_deleted)}")
     t = HudiTable(uri, storage_options=so)
     from hudi import HudiTableBuilder

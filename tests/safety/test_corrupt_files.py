@@ -30,6 +30,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import CorruptFileError, InvalidTablePropertiesError
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write, stale_writes
@@ -169,7 +170,9 @@ def test_truncated_archive_file_named_by_timeline_show_archived(tmp_path: Path) 
     path, _ = _table(tmp_path, TableType.COPY_ON_WRITE, upserts=7)
     res = run_archive(
         HudiTable(str(path)),
-        {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"},
+        ArchiveConfig.from_options(
+            {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
+        ),
     )
     (archive,) = (path / ".hoodie" / "archived").glob(".commits_.archive.*")
     assert res is not None
@@ -310,7 +313,9 @@ def test_corrupt_savepoint_refused_by_clean_archive_and_show(tmp_path: Path, kin
     active = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
     run_archive(
         HudiTable(str(path)),
-        {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"},
+        ArchiveConfig.from_options(
+            {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
+        ),
     )
     assert sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file()) == active
     r = CliRunner().invoke(cli, ["savepoint", "show", str(path)])

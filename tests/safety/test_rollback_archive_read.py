@@ -19,6 +19,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, iter
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -114,7 +115,7 @@ def test_rolled_back_rows_stay_out_after_the_failed_instant_is_archived(
         upd = _set(_set(upd, "fare", [1000.0 + 10 * n + i for i in range(5)]), "ts", [10**12 + n] * 5)
         write_table(str(path), upd, operation="upsert", options=OPTS)
         model.update(_model_rows(upd))
-    result = run_archive(HudiTable(str(path)), ARCHIVE)
+    result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE))
     archived = [str(i.time) for i in result.archived_instants]
     assert archived, "nothing was archived"
     t = HudiTable(str(path))

@@ -10,6 +10,7 @@ import click
 from lake_orchestration.cli.common import duration_seconds, engine_or_none, open_table, parse_options, spark_master
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.hudi.table import HudiTable
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
     "--option",
     "options",
     multiple=True,
-    help="hoodie.client.heartbeat.interval_in_ms / hoodie.client.heartbeat.tolerable.misses / "
-    "hoodie.metadata.enable=false",
+    help=f"{HoodieKey.HEARTBEAT_INTERVAL_MS.key} / {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key} / "
+    f"{HoodieKey.METADATA_ENABLE.key}=false",
 )
 @click.option("--dry-run", is_flag=True, help="Only print the plan.")
 @json_option()
@@ -156,8 +157,9 @@ def _print_clean(res: CleanResult) -> None:
     "--option",
     "options",
     multiple=True,
-    help="hoodie.cleaner.policy, hoodie.cleaner.commits.retained, hoodie.cleaner.fileversions.retained, "
-    "hoodie.cleaner.hours.retained, hoodie.clean.max.commits, ... as key=value (repeatable).",
+    help=f"{HoodieKey.CLEANER_POLICY.key}, {HoodieKey.CLEANER_COMMITS_RETAINED.key}, "
+    f"{HoodieKey.CLEANER_FILEVERSIONS_RETAINED.key}, {HoodieKey.CLEANER_HOURS_RETAINED.key}, "
+    f"{HoodieKey.CLEAN_MAX_COMMITS.key}, ... as key=value (repeatable).",
 )
 @click.option(
     "--engine",
@@ -171,11 +173,11 @@ def _print_clean(res: CleanResult) -> None:
 @storage_options
 def clean_cmd(path: str, dry_run: bool, options: tuple[str, ...], engine: str, spark_master: str, out: Output) -> None:
     """Delete file slices no retained commit, savepoint or pending compaction needs (pending cleans first)."""
-    from lake_orchestration.hudi.services.clean import run_clean
+    from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
 
     res = run_clean(
         open_table(path),
-        parse_options(options),
+        CleanConfig.from_options(parse_options(options)),
         dry_run=dry_run,
         engine=None if dry_run else engine_or_none(engine, spark_master),
     )
@@ -290,12 +292,15 @@ def _print_archive(r: ArchiveResult) -> None:
     "--option",
     "options",
     multiple=True,
-    help="hoodie.keep.min.commits, hoodie.keep.max.commits, hoodie.archive.merge.enable, ... as key=value.",
+    help=f"{HoodieKey.KEEP_MIN_COMMITS.key}, {HoodieKey.KEEP_MAX_COMMITS.key}, {HoodieKey.ARCHIVE_MERGE_ENABLE.key}, "
+    "... as key=value.",
 )
 @json_option()
 @storage_options
 def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], out: Output) -> None:
     """Move old instants to the archived timeline (.hoodie/archived), then merge small archive files if enabled."""
-    from lake_orchestration.hudi.services.archive import run_archive
+    from lake_orchestration.hudi.services.archive import ArchiveConfig, run_archive
 
-    out.show(run_archive(open_table(path), parse_options(options), dry_run=dry_run), _print_archive)
+    t = open_table(path)
+    config = ArchiveConfig.from_options(parse_options(options), table_properties=t.config.raw)
+    out.show(run_archive(t, config, dry_run=dry_run), _print_archive)
