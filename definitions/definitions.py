@@ -5,5 +5,6 @@ The config file is ``$LAKE_ORCHESTRATION_CONFIG``, else ``./lake_orchestration.y
 """
 
 from lake_orchestration.dagster.location import load_code_location
+from lake_orchestration.demo.definitions import demo_location
 
-defs = load_code_location()
+defs = load_code_location(fallback=demo_location)

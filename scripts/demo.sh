@@ -2,7 +2,7 @@
 # README command 1: set up, then run the main job through Dagster on the embedded default (local Spark, local
 # storage, a demo MERGE_ON_READ table): the ingest job writes batches, the schedule-compaction job plans, the
 # pending-compaction sensor requests a run per plan and each runs; then a summary and how to open the UI.
-# Options: --rows N, --batches N, --rounds N, --engine spark|local, --dir DIR (python -m lake_orchestration.dagster.demo -h)
+# Options: --rows N, --batches N, --rounds N, --engine spark|local, --dir DIR (python -m lake_orchestration.demo -h)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup-env.sh"
@@ -10,4 +10,4 @@ cd "$ROOT"
 # The runs go to this Dagster instance, so `dagster dev` with the same DAGSTER_HOME shows them.
 export DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/demo-tables/.dagster}"
 mkdir -p "$DAGSTER_HOME"
-exec python -m lake_orchestration.dagster.demo "$@"
+exec python -m lake_orchestration.demo "$@"

@@ -1,4 +1,4 @@
-"""Dagster integration: table configs -> assets, checks, jobs, schedules, sensors (services wire in as they land)."""
+"""Dagster integration: table configs -> assets, checks, jobs, schedules, sensors (named by a translator)."""
 
 from lake_orchestration.dagster.component import HudiTablesComponent
 from lake_orchestration.dagster.config import (
@@ -11,10 +11,15 @@ from lake_orchestration.dagster.config import (
     S3Storage,
     load_config_file,
 )
-from lake_orchestration.dagster.definitions import build_hudi_definitions, table_health
+from lake_orchestration.dagster.definitions import build_hudi_definitions
+from lake_orchestration.dagster.errors import DagsterHudiError, PermanentHudiError, SensorCursorError
 from lake_orchestration.dagster.resources import HudiPySparkResource, build_spark_resource
+from lake_orchestration.dagster.sensors import PendingCompactionCursor
+from lake_orchestration.dagster.translator import DagsterHudiTranslator
 
 __all__ = [
+    "DagsterHudiError",
+    "DagsterHudiTranslator",
     "GcsStorage",
     "HdfsStorage",
     "HudiConfigError",
@@ -23,9 +28,11 @@ __all__ = [
     "HudiTablesComponent",
     "HudiTablesFile",
     "LocalStorage",
+    "PendingCompactionCursor",
+    "PermanentHudiError",
     "S3Storage",
+    "SensorCursorError",
     "build_hudi_definitions",
     "build_spark_resource",
     "load_config_file",
-    "table_health",
 ]

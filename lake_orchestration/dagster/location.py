@@ -1,17 +1,19 @@
-"""What the code location (``definitions/``) serves: the tables of a config file, or the demo table.
+"""What the code location (``definitions/``) serves: the tables of a config file, or a fallback (the demo table).
 
 Where the config file comes from, first match wins:
 
 1. ``$LAKE_ORCHESTRATION_CONFIG`` (a path; the file must exist);
 2. ``$LAKE_ORCH_TABLES_YAML`` (deprecated alias, also accepts the old format: a bare list of tables);
 3. ``./lake_orchestration.yaml`` in the code location's working directory, if present;
-4. none: the demo table ``demo_trips`` under ``$LAKE_ORCH_DEMO_DIR`` (default ``./demo-tables``), created if absent,
-   with the demo ingest asset, job and schedule.
+4. none: the ``fallback`` definitions; ``definitions/`` passes the demo's
+   (:func:`lake_orchestration.demo.definitions.demo_location`: the table ``demo_trips`` under
+   ``$LAKE_ORCH_DEMO_DIR``, default ``./demo-tables``, created if absent, with the demo ingest asset, job and
+   schedule).
 """
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +22,7 @@ from lake_orchestration.dagster.config import (
     CONFIG_ENV_VAR,
     DEFAULT_CONFIG_FILE,
     DEPRECATED_CONFIG_ENV_VAR,
+    HudiConfigError,
     load_config_file,
 )
 from lake_orchestration.dagster.definitions import build_hudi_definitions
@@ -40,12 +43,23 @@ def config_file_path(environ: Mapping[str, str] | None = None, *, cwd: Path | No
     return None
 
 
-def load_code_location(environ: Mapping[str, str] | None = None, *, cwd: Path | None = None) -> dg.Definitions:
+def load_code_location(
+    environ: Mapping[str, str] | None = None,
+    *,
+    cwd: Path | None = None,
+    fallback: Callable[[Mapping[str, str]], dg.Definitions] | None = None,
+) -> dg.Definitions:
     """The code location's definitions (see the module docstring).
+
+    Args:
+        environ: the environment (default ``os.environ``).
+        cwd: where ``./lake_orchestration.yaml`` is looked for (default: the working directory).
+        fallback: the definitions when no config file is found, given ``environ`` (``definitions/`` passes the
+            demo's).
 
     Raises:
         HudiConfigError: the config file is missing, not YAML, or an entry is invalid; the message names the file,
-            the entry and what was expected.
+            the entry and what was expected. Or: no config file is found and there is no ``fallback``.
     """
     env = os.environ if environ is None else environ
     found = config_file_path(env, cwd=cwd)
@@ -55,6 +69,9 @@ def load_code_location(environ: Mapping[str, str] | None = None, *, cwd: Path | 
             _log.warning("%s is deprecated: set %s=%s instead", DEPRECATED_CONFIG_ENV_VAR, CONFIG_ENV_VAR, path)
         cfg = load_config_file(path, allow_list=source == DEPRECATED_CONFIG_ENV_VAR)
         return build_hudi_definitions(tables=cfg.tables, spark_config=cfg.spark_config)
-    from lake_orchestration.dagster.demo import DEFAULT_DEMO_DIR, build_demo_definitions
-
-    return build_demo_definitions(Path(env.get("LAKE_ORCH_DEMO_DIR") or DEFAULT_DEMO_DIR))
+    if fallback is None:
+        raise HudiConfigError(
+            "code location",
+            f"no config file: expected ${CONFIG_ENV_VAR} to name one, or {DEFAULT_CONFIG_FILE} in {cwd or Path.cwd()}",
+        )
+    return fallback(env)

@@ -43,3 +43,12 @@ def build_spark_resource(spark_config: Mapping[str, Any] | None = None) -> HudiP
         HudiConfigError: a key is not a ``spark.*`` key, or a value is not a scalar.
     """
     return HudiPySparkResource(spark_config=normalize_spark_config(spark_config))
+
+
+def spark_engine(spark: Any) -> Any:
+    """The Spark engine over the ``pyspark`` resource's session, or None (in-process) without one."""
+    if spark is None:
+        return None
+    from lake_orchestration.engines.spark import SparkEngine
+
+    return SparkEngine(spark)

@@ -77,7 +77,7 @@ class DemoLocation:
 @pytest.fixture
 def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoLocation]:
     """The demo code location with one pending compaction plan registered as a partition in a temp instance."""
-    from lake_orchestration.demo import build_demo_table
+    from lake_orchestration.demo.table import build_demo_table
     from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
     from lake_orchestration.hudi.table import HudiTable
 

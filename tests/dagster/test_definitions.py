@@ -126,10 +126,11 @@ def test_location_reads_config_env_then_deprecated_alias_then_default_file(tmp_p
 
 def test_demo_location_ingest_job_upserts_a_batch_read_back_by_hudi_rs(tmp_path: Path) -> None:
     from lake_orchestration.dagster.location import load_code_location
+    from lake_orchestration.demo.definitions import demo_location
     from lake_orchestration.hudi.table.snapshot import read_snapshot_table
     from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
-    defs = load_code_location({"LAKE_ORCH_DEMO_DIR": str(tmp_path)}, cwd=tmp_path)
+    defs = load_code_location({"LAKE_ORCH_DEMO_DIR": str(tmp_path)}, cwd=tmp_path, fallback=demo_location)
     base = tmp_path / "demo_trips"
     assert defs.resolve_schedule_def("demo_trips__ingest_schedule").job_name == "demo_trips__ingest"
     table_node = defs.resolve_asset_graph().get(dg.AssetKey(["hudi", "demo_trips"]))

@@ -6,7 +6,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lake_orchestration.dagster.demo import DEMO_TABLE, main, run_demo
+from lake_orchestration.demo.definitions import DEMO_TABLE
+from lake_orchestration.demo.run import main, run_demo
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
@@ -45,7 +46,7 @@ def _check_demo(tmp_path: Path, engine: str) -> None:
     assert commits == set(s.plans) and not table.timeline.pending()
     assert s.files_cleaned > 0 and s.instants_archived > 0
     assert len(table.timeline.completed_commits()) <= 5  # the demo's hoodie.keep.max.commits
-    assert s.slices_before["log_files"] > s.slices_after["log_files"]
+    assert s.slices_before.log_files > s.slices_after.log_files
     # the independent reader agrees with ours and with the write history
     oracle = hudi_rs_snapshot(s.base_path)
     assert oracle.num_rows == s.expected_rows

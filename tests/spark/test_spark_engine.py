@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lake_orchestration.demo import build_demo_table
+from lake_orchestration.demo.table import build_demo_table
 from lake_orchestration.engines.local import LocalEngine
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.table import HudiTable

@@ -1,10 +1,10 @@
-"""The embedded demo: build a MERGE_ON_READ table with this project's own writer, then show it.
+"""The demo table: a MERGE_ON_READ table of generated trips built with this project's own writer.
 
-``lake-orch demo`` runs it: bulk_insert trips into three city partitions, three upserts (updates, new trips,
-deletes), then prints the timeline, the file slices and a snapshot summary read on Spark (``local[*]``) and
-checked against the in-process reader.
+``lake-orch demo`` runs :func:`build_demo_table`: bulk_insert trips into three city partitions, three upserts
+(updates, new trips, deletes), then prints the timeline, the file slices and a snapshot summary read on Spark
+(``local[*]``) and checked against the in-process reader.
 
-The Dagster demo (``./scripts/demo.sh``, ``lake_orchestration.dagster.demo``) uses :func:`create_demo_table` and
+The Dagster demo (``./scripts/demo.sh``, :mod:`lake_orchestration.demo.run`) uses :func:`create_demo_table` and
 :func:`ingest_demo_batch`: a bulk_insert, then generated batches (updates, new trips, deletes) upserted through the
 writer, one batch per run of the demo ingest asset.
 """

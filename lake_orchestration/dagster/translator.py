@@ -1,0 +1,90 @@
+"""``DagsterHudiTranslator``: every Dagster-facing name of a table's definitions, in one overridable place.
+
+As ``DagsterDbtTranslator`` and ``DagsterSlingTranslator`` do for their integrations: subclass it and override a
+method to change asset keys, group names, pools, job, op, schedule, sensor or partitions-definition names, then
+hand the instance to :func:`~lake_orchestration.dagster.build_hudi_definitions` (``translator=``). The defaults are
+the names the definitions have always had, for a table ``t``:
+
+========================  =============================================================
+asset keys                ``hudi/t`` (the table), ``hudi/t/compaction`` (its plans)
+group                     ``hudi``
+pool                      ``hudi_t`` (one per table: set its limit to 1 in the instance)
+partitions definition     ``t__compaction_instants``
+jobs                      ``t__compaction``, ``t__schedule_compaction``, ``t__clean``, ``t__archive``,
+                          ``t__rollback``
+ops                       ``t__<step>_op`` (``t__compaction_execute_plan_op``, ``t__compaction_commit_op``,
+                          ``t__clean_plan_op`` ...)
+schedules                 ``t__<job>_schedule``
+sensors                   ``t__pending_compaction_sensor``, ``t__stale_inflight_sensor``
+========================  =============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import dagster as dg
+
+from lake_orchestration.dagster.config import HudiTableConfig
+
+HudiJob = Literal["compaction", "schedule_compaction", "clean", "archive", "rollback", "ingest"]
+"""The jobs of a table (``ingest`` is the demo's)."""
+HudiStep = Literal[
+    "schedule_compaction",
+    "compaction_execute_plan",
+    "compaction_commit",
+    "clean",
+    "clean_plan",
+    "clean_execute",
+    "clean_commit",
+    "archive",
+    "merge_archive_files",
+    "rollback",
+]
+"""The ops of a table's services."""
+HudiSensor = Literal["pending_compaction", "stale_inflight"]
+"""The sensors of a table."""
+
+
+class DagsterHudiTranslator:
+    """Names of a table's Dagster objects; override a method to rename (names must stay unique per table)."""
+
+    def get_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
+        """The table asset (default ``hudi/<name>``)."""
+        return dg.AssetKey(["hudi", table.name])
+
+    def get_compaction_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
+        """The compaction asset, one partition per plan (default ``hudi/<name>/compaction``)."""
+        return dg.AssetKey([*self.get_asset_key(table).path, "compaction"])
+
+    def get_group_name(self, table: HudiTableConfig) -> str:
+        """The asset group of both assets (default ``hudi``)."""
+        return "hudi"
+
+    def get_pool(self, table: HudiTableConfig) -> str:
+        """The concurrency pool every service step of the table runs in (default ``hudi_<name>``)."""
+        return f"hudi_{table.name}"
+
+    def get_partitions_def_name(self, table: HudiTableConfig) -> str:
+        """The dynamic partitions definition of the compaction asset (default ``<name>__compaction_instants``)."""
+        return f"{table.name}__compaction_instants"
+
+    def get_job_name(self, table: HudiTableConfig, job: HudiJob) -> str:
+        """A job (default ``<name>__<job>``)."""
+        return f"{table.name}__{job}"
+
+    def get_op_name(self, table: HudiTableConfig, step: HudiStep) -> str:
+        """An op (default ``<name>__<step>_op``)."""
+        return f"{table.name}__{step}_op"
+
+    def get_schedule_name(self, table: HudiTableConfig, job: HudiJob) -> str:
+        """The schedule of a job (default ``<job name>_schedule``)."""
+        return f"{self.get_job_name(table, job)}_schedule"
+
+    def get_sensor_name(self, table: HudiTableConfig, sensor: HudiSensor) -> str:
+        """A sensor (default ``<name>__<sensor>_sensor``)."""
+        return f"{table.name}__{sensor}_sensor"
+
+    def get_tags(self, table: HudiTableConfig, service: str) -> dict[str, str]:
+        """Tags of a service's ops and jobs (default ``hudi/table`` and ``hudi/service``)."""
+        return {"hudi/table": table.name, "hudi/service": service}
