@@ -21,6 +21,7 @@ from pathlib import Path
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, schedule_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 
@@ -28,14 +29,26 @@ OPTIONS = {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner
 
 
 def build(path: Path, *, groups: int, versions: int) -> None:
-    opts = WriteOptions(table_name="bench", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
-                        max_rows_per_file=20, small_file_limit=0, compression="snappy")
+    opts = WriteOptions(
+        table_name="bench",
+        table_type=TableType.COPY_ON_WRITE,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=20,
+        small_file_limit=0,
+        compression="snappy",
+    )
     base = generate_trips(groups * 20, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(versions):
-        write_table(str(path), generate_updates(base, fraction=1.0, seed=n, ts_offset=(n + 1) * 10**6),
-                    operation="upsert", options=opts)
+        write_table(
+            str(path),
+            generate_updates(base, fraction=1.0, seed=n, ts_offset=(n + 1) * 10**6),
+            operation="upsert",
+            options=opts,
+        )
 
 
 def main() -> None:
@@ -53,15 +66,14 @@ def main() -> None:
 
         # floor: the same deletes, one os.remove each, on the copy
         planning = plan_clean(HudiTable(str(table_b)), CleanConfig.from_options(OPTIONS))
-        files = [f.file_path for infos in planning.plan.file_paths_to_be_deleted_per_partition.values()
-                 for f in infos]
+        files = [f.file_path for infos in planning.plan.file_paths_to_be_deleted_per_partition.values() for f in infos]
         t0 = time.perf_counter()
         for f in files:
             os.remove(f)
         floor = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        inst, planning, _ = schedule_clean(HudiTable(str(table_a)), OPTIONS)
+        inst, planning, _ = schedule_clean(HudiTable(str(table_a)), CleanConfig.from_options(OPTIONS))
         plan_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         md = execute_clean(HudiTable(str(table_a)), str(inst.time))
@@ -72,8 +84,10 @@ def main() -> None:
         print(f"plan (schedule, .clean.requested): {plan_s:.3f} s")
         print(f"execute (deletes + .clean):        {exec_s:.3f} s")
         print(f"total: {total:.3f} s = {slices / total:,.0f} slices/s")
-        print(f"floor (os.remove of the same files): {floor:.3f} s; ratio total/floor {total / floor:.1f}, "
-              f"execute/floor {exec_s / floor:.2f}")
+        print(
+            f"floor (os.remove of the same files): {floor:.3f} s; ratio total/floor {total / floor:.1f}, "
+            f"execute/floor {exec_s / floor:.2f}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -37,6 +37,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -146,7 +147,7 @@ def scenario(uri: str, so: dict[str, str], measure: Callable[[str], contextlib.A
         upsert()
     t = HudiTable(uri, storage_options=so)
     with measure("clean"):
-        c = run_clean(t, CLEAN)
+        c = run_clean(t, CleanConfig.from_options(CLEAN))
     assert c.deleted and c.file_count == c.deleted, c
     t = HudiTable(uri, storage_options=so)
     with measure("archive (first archive file)"):

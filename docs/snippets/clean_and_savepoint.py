@@ -8,6 +8,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint
 from lake_orchestration.hudi.table import HudiTable
@@ -38,11 +39,11 @@ first_compaction = str(table.timeline.completed().with_actions(Action.COMMIT).fi
 create_savepoint(table, first_compaction, user="ops", comments="keep for the audit")
 
 options_clean = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": "2"}
-preview = run_clean(HudiTable(path), options_clean, dry_run=True)
+preview = run_clean(HudiTable(path), CleanConfig.from_options(options_clean), dry_run=True)
 print(f"would delete {preview.file_count} files, earliest commit to retain {preview.earliest_commit_to_retain}")
 
 rows_before = read_snapshot_table(HudiTable(path)).num_rows
-result = run_clean(HudiTable(path), options_clean)
+result = run_clean(HudiTable(path), CleanConfig.from_options(options_clean))
 print(f"clean {result.instants}: deleted {result.deleted} files")
 assert read_snapshot_table(HudiTable(path)).num_rows == rows_before
 # --8<-- [end:clean]

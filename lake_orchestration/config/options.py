@@ -47,8 +47,8 @@ def parse_int_option(key: str, raw: object, *, minimum: int = 0, service: str = 
         value = int(str(raw).strip())
     except ValueError:
         raise invalid_option(key, raw, f"an integer >= {minimum}", service=service) from None
-    if value < minimum:
-        raise invalid_option(key, raw, f"an integer >= {minimum}", service=service)
+    if value < minimum:  # named by its value: key=0, as a typed config built with 0 reports it
+        raise invalid_option(key, value, f"an integer >= {minimum}", service=service)
     return value
 
 
@@ -210,7 +210,7 @@ def parse_options(cls: type[T], options: Mapping[str, object] | None, /, *, serv
         name, raw = found
         value = _parse_field(_field_type(hints[attr]), spec, name, raw, service)
         if spec.minimum is not None and value < spec.minimum:
-            raise invalid_option(name, raw, f"an integer >= {spec.minimum}", service=service)
+            raise invalid_option(name, value, f"an integer >= {spec.minimum}", service=service)
         if value is not None:
             kw[attr] = value
     kw.update(overrides)

@@ -43,6 +43,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -174,7 +175,7 @@ def test_listings_per_service_are_bounded(s3: S3Bucket) -> None:
 
     # clean: a full scan first (no previous clean), then an incremental one that lists only what was written since
     with counted(s3) as clean1:
-        c1 = run_clean(_table(s3), CLEAN)
+        c1 = run_clean(_table(s3), CleanConfig.from_options(CLEAN))
     assert c1.deleted and c1.deleted == c1.file_count and not c1.failed
     bound(clean1.of(".hoodie") <= 3, clean1.describe())
     bound(clean1.recursive == [], clean1.describe())
@@ -184,10 +185,10 @@ def test_listings_per_service_are_bounded(s3: S3Bucket) -> None:
     city = partitions[0].split("=")[-1]
     one = base.filter(pc.equal(base.column("city"), city))
     _upsert(uri, s3, one, 5)
-    run_clean(_table(s3), CLEAN)
+    run_clean(_table(s3), CleanConfig.from_options(CLEAN))
     _upsert(uri, s3, one, 6)
     with counted(s3) as clean2:
-        run_clean(_table(s3), CLEAN)
+        run_clean(_table(s3), CleanConfig.from_options(CLEAN))
     bound(clean2.of(".hoodie") <= 3, clean2.describe())
     bound(clean2.recursive == [], clean2.describe())
     bound(clean2.partitions == [partitions[0]], clean2.describe())
@@ -220,12 +221,14 @@ def test_timeline_files_are_read_once_per_service(s3: S3Bucket) -> None:
     for n in range(1, 3):
         upd = generate_updates(base, fraction=0.5, seed=n, ts_offset=n * 10**6)
         write_table(uri, upd, operation="upsert", options=cow, storage_options=so)
-    inst, planning, _ = schedule_clean(_table(s3), CLEAN)  # left pending, as by a crash before its execution
+    inst, planning, _ = schedule_clean(
+        _table(s3), CleanConfig.from_options(CLEAN)
+    )  # left pending, as by a crash before its execution
     assert inst is not None and planning is not None and planning.file_count
     requested = f"{PREFIX}/.hoodie/{inst.file_name}"
 
     with counted(s3) as finish:
-        done = run_clean(_table(s3), CLEAN)
+        done = run_clean(_table(s3), CleanConfig.from_options(CLEAN))
     assert str(inst.time) in done.instants and done.deleted == planning.file_count
     gets = [r for r in finish.requests if r.kind == "GET" and r.key == requested]
     assert len(gets) == 1, [(r.kind, r.key) for r in finish.requests if r.key == requested]
@@ -235,6 +238,6 @@ def test_timeline_files_are_read_once_per_service(s3: S3Bucket) -> None:
     last = _table(s3).timeline.completed().with_actions(Action.CLEAN).last
     assert last is not None
     with counted(s3) as nxt:
-        run_clean(_table(s3), CLEAN)
+        run_clean(_table(s3), CleanConfig.from_options(CLEAN))
     gets = [r for r in nxt.requests if r.kind == "GET" and r.key == f"{PREFIX}/.hoodie/{last.file_name}"]
     assert len(gets) == 1, [(r.kind, r.key) for r in nxt.requests if ".clean" in r.key]

@@ -26,6 +26,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.services.rollback import rollback_stale_writes, stale_writes
@@ -123,7 +124,7 @@ def _run_flow(
         if mor and n % 3 == 2:
             done = run_compaction(table(), schedule=True, config=CompactionConfig(max_delta_commits=1))
             events.append(f"compaction: {[(r.operations, r.rows_written) for r in done]}")
-        cleaned = run_clean(table(), MAINTENANCE)
+        cleaned = run_clean(table(), CleanConfig.from_options(MAINTENANCE))
         events.append(f"clean: {cleaned.deleted} deleted, {cleaned.failed} failed")
         archived = run_archive(table(), ArchiveConfig.from_options(MAINTENANCE))
         events.append(
@@ -259,7 +260,7 @@ def _java_flow(uri: str, storage_options: Mapping[str, str], hudi_rs_options: Ma
         "hoodie.keep.max.commits": "3",
         "hoodie.archive.merge.enable": "false",
     }
-    cleaned = run_clean(HudiTable(uri, storage_options=so), options)
+    cleaned = run_clean(HudiTable(uri, storage_options=so), CleanConfig.from_options(options))
     events.append(f"clean: {cleaned.deleted} deleted, {cleaned.failed} failed")
     archived = run_archive(HudiTable(uri, storage_options=so), ArchiveConfig.from_options(options))
     events.append(f"archive: {len(archived.archived_instants)} markers={len(archived.markers_deleted)}")

@@ -26,6 +26,7 @@ from lake_orchestration.engines import spark as spark_engine
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -72,7 +73,11 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
         storage_options=so,
         engine=engine,
     )
-    cleaned = run_clean(HudiTable(uri, storage_options=so), {"hoodie.cleaner.commits.retained": "1"}, engine=engine)
+    cleaned = run_clean(
+        HudiTable(uri, storage_options=so),
+        CleanConfig.from_options({"hoodie.cleaner.commits.retained": "1"}),
+        engine=engine,
+    )
     assert cleaned.deleted > 0 and not cleaned.failed, cleaned
     t = HudiTable(uri, storage_options=so)
     snapshot = SparkEngine(spark).read_snapshot(t) if spark is not None else read_snapshot_table(t)

@@ -20,6 +20,7 @@ from lake_orchestration.datagen import generate_trips, generate_updates, pick_de
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, CleaningPolicy, plan_clean, run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint
 from lake_orchestration.hudi.table import HudiTable
@@ -57,21 +58,37 @@ def test_clean_never_deletes_what_a_retained_instant_or_savepoint_reads(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t"
-        opts = WriteOptions(table_name="t", table_type=table_type, record_key_fields=("uuid",),
-                            partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
-                            max_rows_per_file=60, small_file_limit=0)
+        opts = WriteOptions(
+            table_name="t",
+            table_type=table_type,
+            record_key_fields=("uuid",),
+            partition_fields=("city",),
+            precombine_field="ts",
+            hive_style_partitioning=True,
+            max_rows_per_file=60,
+            small_file_limit=0,
+        )
         base = generate_trips(150, partitions=3, seed=seed)
         write_table(str(path), base, operation="bulk_insert", options=opts)
-        clean_opts = {"hoodie.cleaner.policy": policy.value, "hoodie.cleaner.commits.retained": str(retained),
-                      "hoodie.cleaner.fileversions.retained": str(retained), "hoodie.cleaner.hours.retained": "1"}
+        clean_opts = {
+            "hoodie.cleaner.policy": policy.value,
+            "hoodie.cleaner.commits.retained": str(retained),
+            "hoodie.cleaner.fileversions.retained": str(retained),
+            "hoodie.cleaner.hours.retained": "1",
+        }
         for n, op in enumerate(ops):
             t = HudiTable(str(path))
             if op == "upsert":
-                write_table(str(path), generate_updates(base, fraction=0.2, seed=seed + n, ts_offset=(n + 1) * 10**6),
-                            operation="upsert", options=opts)
+                write_table(
+                    str(path),
+                    generate_updates(base, fraction=0.2, seed=seed + n, ts_offset=(n + 1) * 10**6),
+                    operation="upsert",
+                    options=opts,
+                )
             elif op == "delete":
-                write_table(str(path), pick_deletes(base, fraction=0.05, seed=seed + n), operation="delete",
-                            options=opts)
+                write_table(
+                    str(path), pick_deletes(base, fraction=0.05, seed=seed + n), operation="delete", options=opts
+                )
             elif op == "compact" and t.config.is_mor:
                 run_compaction(t, schedule=True, config=CompactionConfig(max_delta_commits=1))
             elif op == "savepoint":
@@ -79,11 +96,15 @@ def test_clean_never_deletes_what_a_retained_instant_or_savepoint_reads(
                 if last and not t.timeline.completed().with_actions(Action.SAVEPOINT).get(str(last)):
                     create_savepoint(t, str(last))
             elif op == "clean":
-                run_clean(t, clean_opts, now=_now_for(t, retained))
+                run_clean(t, CleanConfig.from_options(clean_opts), now=_now_for(t, retained))
         t = HudiTable(str(path))
         if pending_compaction and t.config.is_mor:
-            write_table(str(path), generate_updates(base, fraction=0.1, seed=seed + 99, ts_offset=10**9),
-                        operation="upsert", options=opts)
+            write_table(
+                str(path),
+                generate_updates(base, fraction=0.1, seed=seed + 99, ts_offset=10**9),
+                operation="upsert",
+                options=opts,
+            )
             schedule_compaction(HudiTable(str(path)), force=True)
         t = HudiTable(str(path))
         now = _now_for(t, retained)
@@ -94,7 +115,7 @@ def test_clean_never_deletes_what_a_retained_instant_or_savepoint_reads(
         before = {ts: _read(path, ts) for ts in must_read}
         latest = _read(path)
 
-        run_clean(HudiTable(str(path)), clean_opts, now=now)
+        run_clean(HudiTable(str(path)), CleanConfig.from_options(clean_opts), now=now)
 
         for ts, rows in before.items():
             _same(rows, _read(path, ts), f"as of {ts} ({policy.value}, retained {retained}, ops {ops})")

@@ -22,6 +22,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -88,7 +89,7 @@ def test_replacecommit_stays_until_its_replaced_file_groups_are_cleaned(fresh_fi
     assert not run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE)).archived_instants
 
     # the cleaner deletes the replaced file groups; then r3 may go: 5 commits > 3, the 5 - 2 oldest
-    run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    run_clean(HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "1"}))
     assert not any((path / f).exists() for f in replaced)
     res = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE))
     assert [str(i.time) for i in res.archived_instants] == [r3, c4, c5]

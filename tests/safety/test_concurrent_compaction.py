@@ -23,6 +23,7 @@ import pytest
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
@@ -293,7 +294,9 @@ def test_a_pending_clean_is_not_executed_twice_at_once(tmp_path: Path) -> None:
 
     path, _ = _table_with_two_slices(tmp_path)
     before = hudi_rs_snapshot(path)
-    inst, planning, reason = schedule_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    inst, planning, reason = schedule_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "1"})
+    )
     assert inst is not None and planning is not None and planning.file_count, reason
     instant = str(inst.time)
     gate = tmp_path / "gate"

@@ -32,6 +32,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write, stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -137,13 +138,13 @@ def test_clean_ignores_base_file_content_like_hudi(tmp_path: Path) -> None:
     path, _ = _table(tmp_path, TableType.COPY_ON_WRITE, upserts=3)
     sound = tmp_path / "sound"
     shutil.copytree(path, sound)
-    res_sound = run_clean(HudiTable(str(sound)), CLEAN_ONE)
+    res_sound = run_clean(HudiTable(str(sound)), CleanConfig.from_options(CLEAN_ONE))
     assert res_sound.deleted
     doomed = next(path / p / n for p, names in res_sound.files.items() for n in names)
     kept = _latest_base_file(path)
     _corrupt(doomed, "garbage")
     _corrupt(kept, "zero")
-    res = run_clean(HudiTable(str(path)), CLEAN_ONE)
+    res = run_clean(HudiTable(str(path)), CleanConfig.from_options(CLEAN_ONE))
     assert (res.files, res.deleted, res.failed) == (res_sound.files, res_sound.deleted, 0)
     assert not doomed.exists() and kept.exists()
     data = sorted(str(f.relative_to(path)) for f in path.rglob("*.parquet"))
@@ -154,11 +155,11 @@ def test_clean_ignores_base_file_content_like_hudi(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["truncated", "garbage"])
 def test_corrupt_clean_plan_refused_nothing_deleted(tmp_path: Path, kind: str) -> None:
     path, _ = _table(tmp_path, TableType.COPY_ON_WRITE, upserts=3)
-    inst, _, why = schedule_clean(HudiTable(str(path)), CLEAN_ONE)
+    inst, _, why = schedule_clean(HudiTable(str(path)), CleanConfig.from_options(CLEAN_ONE))
     assert inst is not None, why
     bad = path / ".hoodie" / f"{inst.time}.clean.requested"
     _corrupt(bad, kind)
-    _refused(path, bad, lambda: run_clean(HudiTable(str(path)), CLEAN_ONE))
+    _refused(path, bad, lambda: run_clean(HudiTable(str(path)), CleanConfig.from_options(CLEAN_ONE)))
     r = CliRunner().invoke(cli, ["clean", str(path), "--option", "hoodie.cleaner.commits.retained=1"])
     assert r.exit_code == 1 and str(bad) in r.output, r.output
 
@@ -308,7 +309,7 @@ def test_corrupt_savepoint_refused_by_clean_archive_and_show(tmp_path: Path, kin
     _corrupt(bad, kind)
     _refused(path, bad, lambda: list_savepoints(HudiTable(str(path))))
     # clean must not delete the savepointed files it can no longer read about
-    _refused(path, bad, lambda: run_clean(HudiTable(str(path)), CLEAN_ONE))
+    _refused(path, bad, lambda: run_clean(HudiTable(str(path)), CleanConfig.from_options(CLEAN_ONE)))
     # archival needs only the savepoint's instant time (as Java's): it stops at it and archives nothing
     active = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
     run_archive(

@@ -26,6 +26,7 @@ from lake_orchestration.hudi.model.avro import (
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import execute_clean, run_clean, schedule_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -56,8 +57,15 @@ write_table(sys.argv[1], rows, operation="upsert", options=WriteOptions(small_fi
 def _failed_mor_write(tmp_path: Path) -> tuple[Path, str, pa.Table]:
     """A MOR table and a deltacommit left inflight by a SIGKILL (base files, log blocks and markers on disk)."""
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", small_file_limit=0, max_rows_per_file=100)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        small_file_limit=0,
+        max_rows_per_file=100,
+    )
     write_table(str(path), generate_trips(400, partitions=2, seed=1), operation="bulk_insert", options=opts)
     before = hudi_rs_snapshot(path)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -65,7 +73,8 @@ def _failed_mor_write(tmp_path: Path) -> tuple[Path, str, pa.Table]:
     assert proc.returncode == -9
     hoodie = path / ".hoodie"
     (failed,) = {p.name.split(".")[0] for p in hoodie.glob("*.deltacommit.inflight")} - {
-        p.name.split(".")[0] for p in hoodie.glob("*.deltacommit")}
+        p.name.split(".")[0] for p in hoodie.glob("*.deltacommit")
+    }
     return path, failed, before
 
 
@@ -107,8 +116,13 @@ def test_rollback_plan_and_metadata_paths_have_javas_forms(tmp_path: Path, hudi_
     java = _java_fixture_forms(hudi_fixture)
     # what Java wrote for a table whose base path is a plain local path: listed log files qualified (file:/...),
     # base files as basePath + relative path
-    assert java == {"filesToBeDeleted": {"plain"}, "logBlocksToBeDeleted": {"file:"}, "successDeleteFiles": {"plain"},
-                    "rollbackLogFiles": {"file:"}, "logFilesFromFailedCommit": {"file:"}}
+    assert java == {
+        "filesToBeDeleted": {"plain"},
+        "logBlocksToBeDeleted": {"file:"},
+        "successDeleteFiles": {"plain"},
+        "rollbackLogFiles": {"file:"},
+        "logFilesFromFailedCommit": {"file:"},
+    }
     path, failed, before = _failed_mor_write(tmp_path)
     rb = rollback_write(HudiTable(str(path)), failed)
     plan, md = _rollback_files(path, str(rb.time))
@@ -143,10 +157,21 @@ def test_a_pending_rollback_plan_is_resumed_whatever_the_path_form(tmp_path: Pat
     assert written, "the failed write created no base file"
     prefix = "file:" if form == "java" else ""
     t = HudiTable(str(path))
-    reqs = [RollbackRequest(partition_path=p.parent.name, file_id="", latest_base_instant="",
-                            files_to_be_deleted=(f"{prefix}{p}",), log_blocks_to_be_deleted={}) for p in written]
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-                        rollback_requests=tuple(reqs), version=1)
+    reqs = [
+        RollbackRequest(
+            partition_path=p.parent.name,
+            file_id="",
+            latest_base_instant="",
+            files_to_be_deleted=(f"{prefix}{p}",),
+            log_blocks_to_be_deleted={},
+        )
+        for p in written
+    ]
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
+        rollback_requests=tuple(reqs),
+        version=1,
+    )
     t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
     rollback_write(HudiTable(str(path)), failed)  # resumes the pending plan
     assert not any(p.exists() for p in written), "a planned base file was not deleted"
@@ -160,10 +185,20 @@ def test_a_rollback_plan_naming_a_file_outside_the_table_deletes_nothing(tmp_pat
     victim.write_bytes(b"x")
     written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
     t = HudiTable(str(path))
-    reqs = [RollbackRequest(partition_path="", file_id="", latest_base_instant="",
-                            files_to_be_deleted=(f"file:{written[0]}", f"file:{victim}"), log_blocks_to_be_deleted={})]
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-                        rollback_requests=tuple(reqs), version=1)
+    reqs = [
+        RollbackRequest(
+            partition_path="",
+            file_id="",
+            latest_base_instant="",
+            files_to_be_deleted=(f"file:{written[0]}", f"file:{victim}"),
+            log_blocks_to_be_deleted={},
+        )
+    ]
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
+        rollback_requests=tuple(reqs),
+        version=1,
+    )
     t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
     with pytest.raises(InvalidInstantStateError, match=r"elsewhere\.parquet"):
         rollback_write(HudiTable(str(path)), failed)
@@ -178,10 +213,20 @@ def test_a_rollback_plan_climbing_out_of_the_table_with_dot_dot_deletes_nothing(
     written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
     t = HudiTable(str(path))
     sneaky = f"file:{path}/../{victim.name}"
-    reqs = [RollbackRequest(partition_path="", file_id="", latest_base_instant="",
-                            files_to_be_deleted=(f"file:{written[0]}", sneaky), log_blocks_to_be_deleted={})]
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-                        rollback_requests=tuple(reqs), version=1)
+    reqs = [
+        RollbackRequest(
+            partition_path="",
+            file_id="",
+            latest_base_instant="",
+            files_to_be_deleted=(f"file:{written[0]}", sneaky),
+            log_blocks_to_be_deleted={},
+        )
+    ]
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
+        rollback_requests=tuple(reqs),
+        version=1,
+    )
     t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
     with pytest.raises(InvalidInstantStateError, match=r"elsewhere\.parquet"):
         rollback_write(HudiTable(str(path)), failed)
@@ -192,8 +237,12 @@ def test_a_rollback_plan_climbing_out_of_the_table_with_dot_dot_deletes_nothing(
 def test_clean_plan_paths_are_qualified_and_metadata_holds_names(fresh_fixture) -> None:  # type: ignore[no-untyped-def]
     path = fresh_fixture(HudiFixture.COW_COMPLEX_HIVE)
     before = hudi_rs_snapshot(path)
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
-                                            "hoodie.cleaner.fileversions.retained": "1"})
+    res = run_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options(
+            {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"}
+        ),
+    )
     (instant,) = res.instants
     hoodie = path / ".hoodie"
     plan = CleanerPlan.from_bytes((hoodie / f"{instant}.clean.requested").read_bytes(), path="plan")
@@ -212,13 +261,19 @@ def test_a_scheme_less_clean_plan_of_an_older_release_is_still_executed(fresh_fi
     path = fresh_fixture(HudiFixture.COW_COMPLEX_HIVE)
     before = hudi_rs_snapshot(path)
     t = HudiTable(str(path))
-    inst, _, why = schedule_clean(t, {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
-                                             "hoodie.cleaner.fileversions.retained": "1"})
+    inst, _, why = schedule_clean(
+        t,
+        CleanConfig.from_options(
+            {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"}
+        ),
+    )
     assert inst is not None, why
     req = path / ".hoodie" / f"{inst.time}.clean.requested"
     plan = CleanerPlan.from_bytes(req.read_bytes(), path="plan")
-    old = {p: tuple(type(i)(file_path=i.file_path.removeprefix("file:"), is_bootstrap_base_file=False) for i in v)
-           for p, v in plan.file_paths_to_be_deleted_per_partition.items()}
+    old = {
+        p: tuple(type(i)(file_path=i.file_path.removeprefix("file:"), is_bootstrap_base_file=False) for i in v)
+        for p, v in plan.file_paths_to_be_deleted_per_partition.items()
+    }
     req.write_bytes(CleanerPlan(**{**plan.__dict__, "file_paths_to_be_deleted_per_partition": old}).to_bytes())
     execute_clean(HudiTable(str(path)), str(inst.time))
     files = [i.file_path for v in old.values() for i in v]

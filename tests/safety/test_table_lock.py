@@ -26,6 +26,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, read_lock, table_lock
@@ -313,7 +314,7 @@ def test_services_refuse_while_locked_and_write_nothing(tmp_path: Path) -> None:
     with pytest.raises(TableLockedError):
         run_archive(HudiTable(str(path)), ArchiveConfig.from_options(archive_opts))
     with pytest.raises(TableLockedError):
-        run_clean(HudiTable(str(path)), {**FAST, "hoodie.cleaner.commits.retained": "1"})
+        run_clean(HudiTable(str(path)), CleanConfig.from_options({**FAST, "hoodie.cleaner.commits.retained": "1"}))
     from lake_orchestration.hudi.services.compaction import CompactionConfig
 
     with pytest.raises(TableLockedError):

@@ -19,6 +19,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, run_clean, schedule_clean
 from lake_orchestration.hudi.services.clean import executor as clean_executor
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from lake_orchestration.hudi.table import HudiTable
@@ -50,21 +51,35 @@ def _as_of(path: Path, instant: str) -> pa.Table | None:
 
 
 def _data_files(path: Path) -> set[str]:
-    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts
-            and not p.name.startswith(".hoodie_partition")}
+    return {
+        str(p.relative_to(path))
+        for p in path.rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and not p.name.startswith(".hoodie_partition")
+    }
 
 
 def _mor(tmp_path: Path, *, rounds: int = 9, compact_every: int = 3) -> Path:
     """A MOR table: bulk insert, upserts and deletes, a compaction every few deltacommits (4 partitions)."""
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
-                        max_rows_per_file=80, small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=80,
+        small_file_limit=0,
+    )
     base = generate_trips(320, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(rounds):
-        write_table(str(path), generate_updates(base, fraction=0.15, seed=n, ts_offset=(n + 1) * 10**7),
-                    operation="upsert", options=opts)
+        write_table(
+            str(path),
+            generate_updates(base, fraction=0.15, seed=n, ts_offset=(n + 1) * 10**7),
+            operation="upsert",
+            options=opts,
+        )
         if n % 4 == 3:
             write_table(str(path), pick_deletes(base, fraction=0.02, seed=50 + n), operation="delete", options=opts)
         if n % compact_every == compact_every - 1:
@@ -104,7 +119,7 @@ def test_clean_keep_latest_commits_mor_reads_as_of_retained_instants_unchanged(t
     snapshot = hudi_rs_snapshot(path)
     files_before = _data_files(path)
 
-    res = run_clean(HudiTable(str(path)), opts)
+    res = run_clean(HudiTable(str(path)), CleanConfig.from_options(opts))
 
     assert len(res.instants) == 1 and res.deleted == res.file_count > 0 and res.failed == 0
     gone = files_before - _data_files(path)
@@ -125,13 +140,14 @@ def test_clean_keep_latest_commits_mor_reads_as_of_retained_instants_unchanged(t
     assert plan["lastCompletedCommitTimestamp"] == commits[-1]
     assert sum(len(v) for v in plan["filePathsToBeDeletedPerPartition"].values()) == len(gone)
     assert (path / ".hoodie" / f"{inst}.clean.inflight").read_bytes() == (
-        path / ".hoodie" / f"{inst}.clean.requested").read_bytes()
+        path / ".hoodie" / f"{inst}.clean.requested"
+    ).read_bytes()
     md = _resolve(path / ".hoodie" / f"{inst}.clean", "HoodieCleanMetadata.avsc", "HoodieCleanPartitionMetadata.avsc")
     assert md["startCleanTime"] == inst and md["totalFilesDeleted"] == len(gone)
     assert md["earliestCommitToRetain"] == str(ectr.time)
     assert sum(len(p["successDeleteFiles"]) for p in md["partitionMetadata"].values()) == len(gone)
     # nothing new: the trigger (hoodie.clean.max.commits=1) does not fire, a second run is a no-op
-    again = run_clean(HudiTable(str(path)), opts)
+    again = run_clean(HudiTable(str(path)), CleanConfig.from_options(opts))
     assert again.instants == () and "not triggered" in again.reason
 
 
@@ -139,8 +155,12 @@ def test_clean_keep_latest_file_versions_on_java_cow_fixture(fresh_fixture) -> N
     path = fresh_fixture(HudiFixture.COW_COMPLEX_HIVE)
     before = hudi_rs_snapshot(path)
     files_before = _data_files(path)
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
-                                            "hoodie.cleaner.fileversions.retained": "1"})
+    res = run_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options(
+            {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"}
+        ),
+    )
     gone = files_before - _data_files(path)
     # the fixture's updated file group keeps two base file versions; the older one goes
     assert len(gone) == 1 and res.deleted == 1
@@ -155,7 +175,7 @@ def test_clean_removes_replaced_file_groups_of_insert_overwrite(fresh_fixture) -
     t = HudiTable(str(path))
     replaced = t.replaced_file_groups()
     assert replaced
-    res = run_clean(t, {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"})
+    res = run_clean(t, CleanConfig.from_options({"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}))
     left = {p.name.split("_")[0] for p in path.rglob("*.parquet")}
     assert not left & {fg.file_id for fg in replaced}, "replaced file groups are deleted"
     assert res.deleted > 0
@@ -177,7 +197,7 @@ def test_savepoint_protects_files_from_clean_until_deleted(tmp_path: Path) -> No
     assert [s.instant_time for s in list_savepoints(HudiTable(str(path)))] == [sp]
 
     opts = {"hoodie.cleaner.commits.retained": "2"}
-    res = run_clean(HudiTable(str(path)), opts)
+    res = run_clean(HudiTable(str(path)), CleanConfig.from_options(opts))
     assert res.deleted > 0
     with open(path / ".hoodie" / f"{res.instants[0]}.clean", "rb") as f:
         (written,) = list(fastavro.reader(f))
@@ -199,7 +219,7 @@ def test_savepoint_protects_files_from_clean_until_deleted(tmp_path: Path) -> No
     base = generate_trips(5, partitions=4, seed=9)
     write_table(str(path), base, operation="upsert")
     snapshot = hudi_rs_snapshot(path)
-    run_clean(HudiTable(str(path)), opts)
+    run_clean(HudiTable(str(path)), CleanConfig.from_options(opts))
     names = {p.name for p in path.rglob("*") if p.is_file()}
     assert saved - names, "files only the savepoint kept are cleaned after it is deleted"
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
@@ -211,8 +231,12 @@ def test_clean_keeps_slices_a_pending_compaction_reads(tmp_path: Path) -> None:
     sched = schedule_compaction(t, force=True)
     assert sched.scheduled
     pending = list(sched.plan.operations)
-    run_clean(HudiTable(str(path)), {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
-                                     "hoodie.cleaner.fileversions.retained": "1"})
+    run_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options(
+            {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"}
+        ),
+    )
     for op in pending:
         folder = path / (op.partition_path or "")
         if op.data_file_path:
@@ -227,10 +251,12 @@ def test_clean_keeps_slices_a_pending_compaction_reads(tmp_path: Path) -> None:
 def test_clean_dry_run_writes_nothing(tmp_path: Path) -> None:
     path = _mor(tmp_path, rounds=6)
     listing = sorted(str(p) for p in path.rglob("*"))
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, dry_run=True)
+    res = run_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}), dry_run=True
+    )
     assert res.dry_run and res.file_count > 0 and res.deleted == 0
     assert sorted(str(p) for p in path.rglob("*")) == listing
-    real = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    real = run_clean(HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}))
     assert {n for v in real.files.values() for n in v} == {n for v in res.files.values() for n in v}
 
 
@@ -238,7 +264,7 @@ def test_clean_crash_midway_next_run_converges(tmp_path: Path, monkeypatch: pyte
     path = _mor(tmp_path)
     opts = {"hoodie.cleaner.commits.retained": "3"}
     snapshot = hudi_rs_snapshot(path)
-    inst, planning, _ = schedule_clean(HudiTable(str(path)), opts)
+    inst, planning, _ = schedule_clean(HudiTable(str(path)), CleanConfig.from_options(opts))
     assert inst is not None and planning is not None and planning.file_count > 4
     real_delete = clean_executor._delete
     calls = {"n": 0}
@@ -257,10 +283,11 @@ def test_clean_crash_midway_next_run_converges(tmp_path: Path, monkeypatch: pyte
     t = HudiTable(str(path))
     assert t.timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
-    res = run_clean(t, opts)
+    res = run_clean(t, CleanConfig.from_options(opts))
     assert res.instants[0] == str(inst.time)
-    md = _resolve(path / ".hoodie" / f"{inst.time}.clean", "HoodieCleanMetadata.avsc",
-                  "HoodieCleanPartitionMetadata.avsc")
+    md = _resolve(
+        path / ".hoodie" / f"{inst.time}.clean", "HoodieCleanMetadata.avsc", "HoodieCleanPartitionMetadata.avsc"
+    )
     # files deleted before the crash count as deleted when the plan is re-executed
     assert md["totalFilesDeleted"] == planning.file_count
     assert not any(p["failedDeleteFiles"] for p in md["partitionMetadata"].values())
@@ -269,9 +296,11 @@ def test_clean_crash_midway_next_run_converges(tmp_path: Path, monkeypatch: pyte
 
 
 def _planned_relative(path: Path, plan: CleanerPlan) -> list[str]:
-    return [str(Path(i.file_path.removeprefix("file:")).relative_to(path))
-            for v in plan.file_paths_to_be_deleted_per_partition.values()
-            for i in v]
+    return [
+        str(Path(i.file_path.removeprefix("file:")).relative_to(path))
+        for v in plan.file_paths_to_be_deleted_per_partition.values()
+        for i in v
+    ]
 
 
 def test_clean_refuses_a_plan_pointing_outside_its_partition(tmp_path: Path) -> None:
@@ -279,12 +308,23 @@ def test_clean_refuses_a_plan_pointing_outside_its_partition(tmp_path: Path) -> 
     victim = tmp_path / "precious.parquet"
     victim.write_bytes(b"keep me")
     t = HudiTable(str(path))
-    plan = CleanerPlan(policy="KEEP_LATEST_COMMITS", version=2, files_to_be_deleted_per_partition={},
-                       file_paths_to_be_deleted_per_partition={"city=a": ()}, partitions_to_be_deleted=())
+    plan = CleanerPlan(
+        policy="KEEP_LATEST_COMMITS",
+        version=2,
+        files_to_be_deleted_per_partition={},
+        file_paths_to_be_deleted_per_partition={"city=a": ()},
+        partitions_to_be_deleted=(),
+    )
     from lake_orchestration.hudi.model.avro import CleanFileInfo
 
-    bad = CleanerPlan(**{**plan.__dict__, "file_paths_to_be_deleted_per_partition": {
-        "city=a": (CleanFileInfo(file_path=str(victim), is_bootstrap_base_file=False),)}})
+    bad = CleanerPlan(
+        **{
+            **plan.__dict__,
+            "file_paths_to_be_deleted_per_partition": {
+                "city=a": (CleanFileInfo(file_path=str(victim), is_bootstrap_base_file=False),)
+            },
+        }
+    )
     t.create_requested(Instant(t.new_instant_time(), Action.CLEAN, State.REQUESTED), bad.to_bytes())
     with pytest.raises(PlanError, match=r"precious\.parquet"):
         run_clean(HudiTable(str(path)))
@@ -303,8 +343,14 @@ def test_clean_options_are_validated() -> None:
 def test_clean_on_spark_deletes_the_same_files(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
     path = _mor(tmp_path, rounds=6)
     snapshot = hudi_rs_snapshot(path)
-    dry = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, dry_run=True)
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"}, engine=SparkEngine(spark))
+    dry = run_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}), dry_run=True
+    )
+    res = run_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}),
+        engine=SparkEngine(spark),
+    )
     assert res.deleted == dry.file_count > 0
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
 
@@ -358,9 +404,12 @@ def test_clean_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: P
     snapshot = hudi_rs_snapshot(path)
     listing = _data_files(path)
     with pytest.raises(MetadataTableError, match=r"hoodie\.metadata\.enable=false"):
-        run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+        run_clean(HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}))
     assert _data_files(path) == listing
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2", "hoodie.metadata.enable": "false"})
+    res = run_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2", "hoodie.metadata.enable": "false"}),
+    )
     assert res.deleted > 0
     t = HudiTable(str(path))
     assert not t.has_metadata_table() and "hoodie.table.metadata.partitions" not in t.config.raw
@@ -372,7 +421,7 @@ def test_empty_pending_clean_is_removed_and_cleaning_goes_on(tmp_path: Path) -> 
     path = _mor(tmp_path, rounds=6)
     t = HudiTable(str(path))
     empty = t.create_requested(Instant(t.new_instant_time(), Action.CLEAN, State.REQUESTED), b"")
-    res = run_clean(HudiTable(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    res = run_clean(HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}))
     assert str(empty.time) not in res.instants and res.deleted > 0
     assert not list((path / ".hoodie").glob(f"{empty.time}.clean*"))
 

@@ -17,6 +17,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
@@ -65,7 +66,7 @@ def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path
             t = HudiTable(str(path))
             completed |= {(str(i.time), i.action.value) for i in t.timeline.completed()}
             before = hudi_rs_snapshot(path)
-            run_clean(t, MAINTENANCE)
+            run_clean(t, CleanConfig.from_options(MAINTENANCE))
             completed |= {(str(i.time), i.action.value) for i in HudiTable(str(path)).timeline.completed()}
             result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(MAINTENANCE))
             archives_written += result.archive_file is not None

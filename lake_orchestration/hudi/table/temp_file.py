@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping
 
-from lake_orchestration.config.options import heartbeat_options
+from lake_orchestration.config.options import HeartbeatConfig
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, lock_storage
 from lake_orchestration.io.storage import FileInfo, Storage
@@ -26,17 +25,11 @@ TEMP_FILE_PATTERN = re.compile(r"\.[0-9a-f]{32}\.tmp$")
 """Name suffix of create-if-absent's temporary files."""
 
 
-def temp_file_expiry_ms(options: Mapping[str, str] | None) -> int:
+def temp_file_expiry_ms(*, heartbeat: HeartbeatConfig, lock: LockConfig) -> int:
     """Age after which a temp file is surely abandoned: the longer of the writer heartbeat expiry
     (``hoodie.client.heartbeat.interval_in_ms`` x ``hoodie.client.heartbeat.tolerable.misses``, 2 min by default)
-    and the table lock's expiry.
-
-    Raises:
-        InvalidOptionError: a heartbeat key does not hold an integer >= 1.
-    """
-    opts = dict(options or {})
-    interval_ms, misses = heartbeat_options(opts, service="clean")
-    return max(interval_ms * misses, LockConfig.from_options(opts).expiry_ms)
+    and the table lock's expiry."""
+    return max(heartbeat.expiry_ms, lock.expiry_ms)
 
 
 def stale_temp_files(

@@ -20,7 +20,6 @@ it as ``<ts>.clean.requested`` (the only file planning writes).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -360,7 +359,7 @@ def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
 
 def schedule_clean(
     table: HudiTable,
-    options: Mapping[str, str] | None = None,
+    config: CleanConfig | None = None,
     *,
     instant_time: str | None = None,
     now: pendulum.DateTime | None = None,
@@ -369,9 +368,10 @@ def schedule_clean(
     """Write a ``.clean.requested`` when the trigger fires and the plan deletes something.
 
     Returns (the requested instant or None, the planning or None, why nothing was scheduled). A dry run plans
-    and writes nothing (the instant is None).
+    and writes nothing (the instant is None). ``config``: the settings (default: Hudi's; from Hudi keys:
+    :meth:`CleanConfig.from_options`).
     """
-    cfg = CleanConfig.from_options(options)
+    cfg = config or CleanConfig()
     # Planning runs under the table lock (not on a dry run): the plan must be made from a timeline that no writer
     # or service changes before the plan is on it.
     with nullcontext() if dry_run else table_lock(table, operation="clean schedule", config=cfg.lock):
@@ -383,7 +383,7 @@ def schedule_clean(
             t = instant_time
         else:
             t = table.new_instant_time()
-        table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
+        table.ensure_metadata_table_handled(cfg.metadata_options(), service="clean", dry_run=dry_run)
         n = commits_since_last_clean(table)
         if n < cfg.max_commits:
             return None, None, _not_triggered(n, cfg)

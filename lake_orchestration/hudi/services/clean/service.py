@@ -14,7 +14,6 @@ from typing import Any
 
 import pendulum
 
-from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.avro import CleanMetadata
@@ -106,7 +105,7 @@ def _names(files: Mapping[str, list[str]]) -> dict[str, list[str]]:
 
 def run_clean(
     table: HudiTable,
-    options: Mapping[str, str] | None = None,
+    config: CleanConfig | None = None,
     *,
     dry_run: bool = False,
     engine: Engine | None = None,
@@ -116,16 +115,17 @@ def run_clean(
     ``*.<uuid>.tmp`` files a killed create-if-absent left, once older than the heartbeat expiry (reported in
     :attr:`CleanResult.temp_files`).
 
-    ``dry_run`` writes nothing and reports what pending plans and a new plan would delete.
+    ``dry_run`` writes nothing and reports what pending plans and a new plan would delete. ``config``: the settings
+    (default: Hudi's; from Hudi keys: :meth:`CleanConfig.from_options`).
     """
-    cfg = CleanConfig.from_options(options)
+    cfg = config or CleanConfig()
     _ = table.refresh().timeline  # one listing of .hoodie/ for the metadata-table check and the pending cleans
-    table.ensure_metadata_table_handled(options, service="clean", dry_run=dry_run)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="clean", dry_run=dry_run)
     files: dict[str, list[str]] = {}
     instants: list[str] = []
     deleted = failed = 0
 
-    heartbeat = heartbeat_options(options, service="clean")
+    heartbeat = (cfg.heartbeat.interval_ms, cfg.heartbeat.tolerable_misses)
 
     def take(instant: str, planned: Mapping[str, list[str]]) -> None:
         nonlocal deleted, failed
@@ -161,11 +161,11 @@ def run_clean(
                 for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
             },
         )
-    inst, planning, reason = schedule_clean(table, options, now=now, dry_run=dry_run)
+    inst, planning, reason = schedule_clean(table, cfg, now=now, dry_run=dry_run)
     if planning is not None and planning.file_count:
         take(str(inst.time) if inst is not None else "(new)", _names(planning.files))
     temp_files = remove_stale_temp_files(
-        table, older_than_ms=temp_file_expiry_ms(options), lock=cfg.lock, dry_run=dry_run
+        table, older_than_ms=temp_file_expiry_ms(heartbeat=cfg.heartbeat, lock=cfg.lock), lock=cfg.lock, dry_run=dry_run
     )
     ectr = planning.earliest_commit_to_retain if planning is not None else None
     return CleanResult(
