@@ -28,7 +28,7 @@ from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
-from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.services.rollback import rollback_stale_writes, stale_writes
 from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table

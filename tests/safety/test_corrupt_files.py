@@ -257,7 +257,7 @@ def test_corrupt_compaction_plan_refused(tmp_path: Path, kind: str) -> None:
 @pytest.mark.parametrize("kind", ["truncated", "garbage"])
 def test_corrupt_log_compaction_plan_refused(tmp_path: Path, kind: str) -> None:
     from lake_orchestration.hudi.services.compaction import CompactionConfig
-    from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+    from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 
     path, _ = _table(tmp_path, TableType.MERGE_ON_READ, upserts=4)
     sched = schedule_log_compaction(

@@ -32,7 +32,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlock
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
-from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.snapshot import ReadStats
 from lake_orchestration.hudi.write import WriteOptions, write_table

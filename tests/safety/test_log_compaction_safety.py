@@ -24,7 +24,7 @@ from lake_orchestration.hudi.log.writer import delete_block, write_log_file
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig
-from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.conftest import REPO_ROOT
@@ -38,7 +38,8 @@ _TIMEOUT_S = 180  # generous: a loaded 2-core machine
 _CHILD = """
 import os, signal, sys, time
 from pathlib import Path
-import lake_orchestration.hudi.services.compaction.log_compaction as lc
+import lake_orchestration.hudi.services.log_compaction.executor as lc
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.table import HudiTable
 
@@ -56,7 +57,7 @@ def stop_here(*args, **kwargs):  # built once every merged log file is on disk, 
 
 lc.CommitMetadata = stop_here
 cfg = CompactionConfig.from_options({"hoodie.client.heartbeat.interval_in_ms": interval})
-lc.run_log_compaction(HudiTable(path), instant, config=cfg)
+run_log_compaction(HudiTable(path), instant, config=cfg)
 """
 
 

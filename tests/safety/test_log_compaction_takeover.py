@@ -22,7 +22,7 @@ from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig
-from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.conftest import REPO_ROOT
@@ -37,7 +37,8 @@ _TIMEOUT_S = 180
 _CHILD = """
 import sys, time
 from pathlib import Path
-import lake_orchestration.hudi.services.compaction.log_compaction as lc
+import lake_orchestration.hudi.services.log_compaction.executor as lc
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.table import HudiTable
 
@@ -56,7 +57,7 @@ def held(*args, **kwargs):  # test hook: the first operation writes its log file
 lc._compact_logs = held
 cfg = CompactionConfig.from_options({"hoodie.client.heartbeat.interval_in_ms": "500",
                                      "hoodie.client.heartbeat.tolerable.misses": "2"})
-lc.run_log_compaction(HudiTable(path), instant, config=cfg)
+run_log_compaction(HudiTable(path), instant, config=cfg)
 """
 
 

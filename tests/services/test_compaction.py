@@ -369,7 +369,7 @@ def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_pa
     _fake_metadata_table(path)  # a Java writer with the metadata table enabled ran in between
     with pytest.raises(MetadataTableError, match="compaction"):
         run_compaction(HudiTable(str(path)))
-    from lake_orchestration.hudi.services.compaction.log_compaction import schedule_log_compaction
+    from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
 
     with pytest.raises(MetadataTableError, match="log compaction"):
         schedule_log_compaction(HudiTable(str(path)))

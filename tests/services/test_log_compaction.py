@@ -7,7 +7,7 @@ from pathlib import Path
 from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
-from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction, schedule_log_compaction
+from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.services.test_compaction import _generated

@@ -214,7 +214,7 @@ def log_compaction_group() -> None:
 def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Schedule <instant>.logcompaction.requested for slices with enough log blocks."""
     from lake_orchestration.hudi.services.compaction import CompactionConfig
-    from lake_orchestration.hudi.services.compaction.log_compaction import schedule_log_compaction
+    from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
 
     r = schedule_log_compaction(
         open_table(path), config=CompactionConfig.from_options(parse_options(options)), instant_time=instant_time
@@ -231,7 +231,7 @@ def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, 
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
     from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.services.compaction import CompactionConfig
-    from lake_orchestration.hudi.services.compaction.log_compaction import run_log_compaction
+    from lake_orchestration.hudi.services.log_compaction import run_log_compaction
 
     cfg = CompactionConfig.from_options(parse_options(options))
     t = open_table(path)

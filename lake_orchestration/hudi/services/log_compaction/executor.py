@@ -1,19 +1,14 @@
-"""Log compaction: merge a file slice's log blocks into one log file, without rewriting the base file.
+"""Log compaction execution: merge a file slice's log blocks into one new log file, without rewriting the base file.
 
-``<ts>.logcompaction.requested`` holds a ``HoodieCompactionPlan`` for the slices whose log files hold at least
-``hoodie.log.compaction.blocks.threshold`` blocks; executing it writes, per slice, one new log file with the merged
-records (an Avro data block, and a delete block for deleted keys), both with the ``COMPACTED_BLOCK_TIMES`` header
-listing the instants of the blocks they replace; it completes as ``<ts>.deltacommit`` (``LOG_COMPACT``).
-Records keep their own ``_hoodie_commit_time``/``_hoodie_commit_seqno``, deletes their ordering value. The replaced
-blocks stay on disk: a reader that still reads them gets the same result, because the merged block repeats each key's
-winning version. The plan carries Java's log compaction strategy (``LogCompactionExecutionHelper``,
-``preserveHoodieMetadata = true``, as ``HoodieLogCompactionPlanGenerator`` writes), so a Java client resuming it runs
-a log compaction, not a full one.
+Executing a ``<ts>.logcompaction`` plan writes, per slice, one new log file with the merged records (an Avro data
+block, and a delete block for deleted keys), both with the ``COMPACTED_BLOCK_TIMES`` header listing the instants of
+the blocks they replace (an APPEND marker first). Records keep their own ``_hoodie_commit_time``/
+``_hoodie_commit_seqno``, deletes their ordering value. The replaced blocks stay on disk: a reader that still reads
+them gets the same result, because the merged block repeats each key's winning version. Mirrors
+``LogCompactionExecutionHelper`` / ``HoodieMergedLogRecordScanner`` (0.14/0.15).
 
-While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have). A rerun of a
-plan left inflight by a crash first rolls the crashed attempt back (its new log files are deleted, see
-:func:`rollback_inflight_log_compaction`), but only once its heartbeat expired: an attempt with a fresh heartbeat is
-live, and the rerun is refused with an error naming the instant and the heartbeat time.
+While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have) holding a token
+of the attempt; the commit (:mod:`.committer`) checks it is still this attempt's.
 """
 
 from __future__ import annotations
@@ -24,122 +19,80 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InstantNotFoundError, InvalidInstantStateError
+from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
-from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block, iter_blocks
+from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block
 from lake_orchestration.hudi.log.scanner import scan_blocks
 from lake_orchestration.hudi.log.writer import write_log_file
 from lake_orchestration.hudi.merge.record_merger import check_log_blocks, conform, resolve_log_records
-from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan, CompactionStrategy
+from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
-from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.model.file_group import LogFile
+from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.services.compaction.attempt import in_progress_error, taken_over_error
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.executor import compactor_instant_filter
-from lake_orchestration.hudi.services.compaction.planner import (
-    COMPACTION_PLAN_VERSION,
-    ScheduleResult,
-    operation_metrics,
-    validate_instant,
-)
-from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_log_compaction
+from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
+from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.table.marker import MARKERS_DIR, create_marker
+from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.table.snapshot import merge_config_for
 
 log = logging.getLogger(__name__)
 
-LOG_COMPACTION_EXECUTOR = "org.apache.hudi.table.action.compact.LogCompactionExecutionHelper"
-"""``strategy.compactorClassName`` of a log compaction plan (``HoodieLogCompactionPlanGenerator``)."""
+
+@dataclass(frozen=True, kw_only=True)
+class LogCompactionExecution:
+    """What executing a log compaction plan wrote (plain values: it pickles, so the commit may run elsewhere)."""
+
+    instant: str
+    """The log compaction instant (left inflight)."""
+    metadata: CommitMetadata
+    """The deltacommit's metadata (``LOG_COMPACT``) listing the new log files."""
+    attempt: bytes
+    """Content of the heartbeat ``.hoodie/.heartbeat/<instant>`` this attempt wrote: the commit checks it."""
 
 
-def log_compaction_plan(operations: tuple[CompactionOperation, ...]) -> CompactionPlan:
-    """A ``HoodieCompactionPlan`` as ``HoodieLogCompactionPlanGenerator.getCompactionPlan`` builds it: the strategy
-    names ``LogCompactionExecutionHelper`` (empty ``strategyParams``) and ``preserveHoodieMetadata`` is true."""
-    return CompactionPlan(
-        operations=operations,
-        version=COMPACTION_PLAN_VERSION,
-        strategy=CompactionStrategy(compactor_class_name=LOG_COMPACTION_EXECUTOR, strategy_params={}, version=1),
-        preserve_hoodie_metadata=True,
-    )
+def execute_log_compaction(
+    table: HudiTable, instant: str, *, config: CompactionConfig | None = None
+) -> LogCompactionExecution:
+    """Execute the pending log compaction ``instant``: write the merged log files; the instant is left inflight for
+    :func:`~lake_orchestration.hudi.services.log_compaction.committer.commit_log_compaction`.
 
+    The heartbeat is no longer refreshed once this returns: a commit that comes later than the heartbeat expiry may
+    find the attempt taken over (then nothing is committed). :func:`execute_log_compaction_beating` keeps it beating
+    for a commit in the same process.
 
-def _block_count(table: HudiTable, fs) -> int:  # type: ignore[no-untyped-def]
-    n = 0
-    for lf in fs.log_files:
-        n += sum(
-            1 for b in iter_blocks(table.storage.read_bytes(table.storage.join(lf.relative_path))) if not b.is_corrupt
-        )
-    return n
-
-
-def schedule_log_compaction(
-    table: HudiTable, *, config: CompactionConfig | None = None, instant_time: str | None = None
-) -> ScheduleResult:
-    """Write ``<ts>.logcompaction.requested`` for slices with enough log blocks (no trigger strategy, as Hudi).
-
-    Runs under the table lock (``hoodie.write.lock.*``), as compaction scheduling does.
+    Raises:
+        As :func:`execute_log_compaction_beating`.
     """
-    cfg = config or CompactionConfig()
-    with table_lock(table, operation="log compaction schedule", config=cfg.lock):
-        return _schedule_log_compaction(table, cfg, instant_time)
+    execution, heartbeat = execute_log_compaction_beating(table, instant, config=config)
+    heartbeat.stop(delete=False)  # the commit checks it is still this attempt's, then deletes it
+    return execution
 
 
-def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_time: str | None) -> ScheduleResult:
-    table.refresh()
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
-    instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
-    validate_instant(table, instant)
-    view = table.fs_view()
-    excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
-    ops = []
-    for fs in view.latest_file_slices():
-        if len(fs.log_files) < 1 or fs.file_group_id in excluded:
-            continue
-        if _block_count(table, fs) < cfg.log_compaction_blocks_threshold:
-            continue
-        ops.append(
-            CompactionOperation(
-                base_instant_time=str(fs.base_instant),
-                delta_file_paths=tuple(lf.name for lf in fs.log_files),
-                data_file_path=fs.base_file.name if fs.base_file else None,
-                file_id=fs.file_id,
-                partition_path=fs.partition_path,
-                metrics=operation_metrics(fs, max_file_size=cfg.max_file_size),
-            )
-        )
-    if not ops:
-        return ScheduleResult(
-            None,
-            None,
-            f"no file slice has >= {cfg.log_compaction_blocks_threshold} log blocks "
-            "(hoodie.log.compaction.blocks.threshold)",
-        )
-    plan = log_compaction_plan(tuple(ops))
-    table.create_requested(Instant(instant, Action.LOG_COMPACTION, State.REQUESTED), plan.to_bytes())
-    return ScheduleResult(instant, plan, f"scheduled log compaction of {len(ops)} file slice(s)")
-
-
-def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConfig | None = None) -> CommitMetadata:
-    """Execute and commit the pending log compaction ``instant``; returns its commit metadata.
+def execute_log_compaction_beating(
+    table: HudiTable, instant: str, *, config: CompactionConfig | None = None
+) -> tuple[LogCompactionExecution, Heartbeat]:
+    """:func:`execute_log_compaction`, its heartbeat still beating: the caller commits (passing it to
+    :func:`~lake_orchestration.hudi.services.log_compaction.committer.commit_log_compaction`, which stops it).
 
     The attempt keeps a heartbeat (``hoodie.client.heartbeat.*``, a token of its own as content) from before the
-    requested -> inflight transition until the commit. Under the table lock, a plan found inflight is refused while
-    its attempt's heartbeat is fresh (or, without a heartbeat, while its inflight file is younger than the expiry),
-    and otherwise rolled back first (the crashed attempt's log files deleted). The commit checks, under the lock,
-    that the plan is still inflight, the heartbeat still this attempt's and the written files present.
+    requested -> inflight transition; after a failure it is no longer refreshed (the expiring heartbeat tells the
+    next run that this attempt is gone). Under the table lock,
+    a plan found inflight is refused while its attempt's heartbeat is fresh (or, without a heartbeat, while its
+    inflight file is younger than the expiry), and otherwise rolled back first (the crashed attempt's log files
+    deleted, :mod:`.rollback`).
 
     Raises:
         InstantNotFoundError: no pending log compaction ``instant``.
         InstantInProgressError: the plan is inflight and its attempt is live (another process executes it).
-        InvalidInstantStateError: at the commit, the attempt was taken over or its files are gone (nothing
-            committed).
+        InvalidInstantStateError: the attempt was taken over while it wrote (it stops before its next file).
         CorruptLogBlockError: a log block the plan merges does not decode (nothing is written).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
@@ -148,7 +101,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
     pending = _pending(table, instant)
     req = Instant(pending.time, Action.LOG_COMPACTION, State.REQUESTED)
-    plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    plan = read_log_compaction_plan(table, instant)
     _check_log_blocks(table, plan, instant)  # CorruptLogBlockError before anything is written
     token = f"{uuid.uuid4().hex}\n".encode()
     heartbeat = Heartbeat(table.storage, instant, interval_ms=cfg.heartbeat_interval_ms, content=token)
@@ -172,7 +125,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
                 table.base_uri,
                 liveness.describe(),
             )
-            rollback_inflight_log_compaction(table, instant, options=_options(cfg), check_liveness=False)
+            rollback_log_compaction_attempt(table, instant, config=cfg)
         heartbeat.start()
         try:
             table.transition_to_inflight(req)
@@ -186,42 +139,10 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
 
     try:
         md = _execute(table, plan, instant, check=ensure_ours)
-        with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
-            _verify(table, instant, heartbeat, md)
-            table.transition_to_completed(req.with_state(State.INFLIGHT), md.to_bytes())
-            table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
     except BaseException:
         heartbeat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
         raise
-    heartbeat.stop(delete=True)
-    return md
-
-
-def _options(cfg: CompactionConfig) -> dict[str, str]:
-    return {
-        **cfg.lock.to_options(),  # the nested rollback locks the same file as its caller
-        **cfg.metadata_options(),
-        HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(cfg.heartbeat_interval_ms),
-        HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(cfg.heartbeat_tolerable_misses),
-    }
-
-
-def _verify(table: HudiTable, instant: str, heartbeat: Heartbeat, md: CommitMetadata) -> None:
-    """Under the commit's lock: the plan is still inflight, the heartbeat still ours, every written file there."""
-    cur = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
-    why = ""
-    if cur is None or cur.action is not Action.LOG_COMPACTION or cur.state is not State.INFLIGHT:
-        why = "the plan is no longer inflight"
-    elif heartbeat.lost or not heartbeat.is_ours():
-        why = "its heartbeat is no longer this process's (the attempt was judged dead and rolled back)"
-    else:
-        gone = [s.path for s in md.write_stats() if s.path and not table.storage.exists(table.storage.join(s.path))]
-        if gone:
-            why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
-    if why:
-        raise InvalidInstantStateError(
-            table.base_uri, instant, f"log compaction {instant} is not committed by this process: {why}"
-        )
+    return LogCompactionExecution(instant=instant, metadata=md, attempt=token), heartbeat
 
 
 def _pending(table: HudiTable, instant: str) -> Instant:
@@ -257,8 +178,6 @@ def _execute(
 
 
 def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) -> WriteStat:  # type: ignore[no-untyped-def]
-    from lake_orchestration.hudi.model.file_group import LogFile
-
     t0 = time.monotonic()
     p = op.partition_path or ""
     logs = [
@@ -322,8 +241,6 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
 def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: str) -> None:
     """Decode every log block the plan merges, writing nothing: a block whose content does not decode raises
     ``CorruptLogBlockError`` before the plan goes inflight (only blocks with corrupt framing are skipped)."""
-    from lake_orchestration.hudi.model.file_group import LogFile
-
     flt = compactor_instant_filter(table.timeline, instant)
     mcfg = merge_config_for(table)
     for op in plan.operations or ():

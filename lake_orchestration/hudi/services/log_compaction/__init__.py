@@ -1,0 +1,35 @@
+"""Log compaction: merge a file slice's log blocks into one log file, without rewriting the base file.
+
+``<ts>.logcompaction.requested`` (a ``HoodieCompactionPlan``) -> new merged log files -> ``<ts>.deltacommit``
+(``LOG_COMPACT``). :mod:`.planner` (:func:`schedule_log_compaction`), :mod:`.executor`
+(:func:`execute_log_compaction`), :mod:`.committer` (:func:`commit_log_compaction`), :mod:`.rollback` (a crashed
+attempt's log files are deleted before the plan runs again), :mod:`.service` (:func:`run_log_compaction`).
+"""
+
+from lake_orchestration.hudi.services.log_compaction.committer import commit_log_compaction
+from lake_orchestration.hudi.services.log_compaction.executor import (
+    LogCompactionExecution,
+    execute_log_compaction,
+    execute_log_compaction_beating,
+)
+from lake_orchestration.hudi.services.log_compaction.planner import (
+    LOG_COMPACTION_EXECUTOR,
+    log_compaction_plan,
+    read_log_compaction_plan,
+    schedule_log_compaction,
+)
+from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
+from lake_orchestration.hudi.services.log_compaction.service import run_log_compaction
+
+__all__ = [
+    "LOG_COMPACTION_EXECUTOR",
+    "LogCompactionExecution",
+    "commit_log_compaction",
+    "execute_log_compaction",
+    "execute_log_compaction_beating",
+    "log_compaction_plan",
+    "read_log_compaction_plan",
+    "rollback_log_compaction_attempt",
+    "run_log_compaction",
+    "schedule_log_compaction",
+]

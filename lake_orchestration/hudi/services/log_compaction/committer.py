@@ -1,0 +1,75 @@
+"""Log compaction commit: ``<ts>.logcompaction.inflight`` -> ``<ts>.deltacommit`` (``LOG_COMPACT``), under the
+table lock, then the markers and the attempt's heartbeat are removed.
+
+The commit writes only the completed instant: given the result of
+:func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction` it never writes a log file.
+It checks first that the plan is still inflight, the heartbeat still the executing attempt's and every written file
+present; otherwise nothing is committed.
+"""
+
+from __future__ import annotations
+
+from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution
+from lake_orchestration.hudi.table.heartbeat import Heartbeat
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
+from lake_orchestration.hudi.table.marker import delete_markers
+
+
+def commit_log_compaction(
+    table: HudiTable,
+    execution: LogCompactionExecution,
+    *,
+    config: CompactionConfig | None = None,
+    heartbeat: Heartbeat | None = None,
+) -> CommitMetadata:
+    """Write the completed deltacommit of an executed log compaction; returns its metadata.
+
+    ``heartbeat``: the attempt's heartbeat, still beating (from
+    :func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction_beating`); it is stopped
+    here. Without it, the heartbeat file is checked to still hold the attempt's token.
+
+    Raises:
+        InvalidInstantStateError: the plan is no longer inflight, the attempt was taken over, or files it wrote are
+            gone (nothing committed; the heartbeat is left to expire).
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
+    """
+    cfg = config or CompactionConfig()
+    instant = execution.instant
+    # without the beating heartbeat: a handle on the attempt's heartbeat file, only checked and deleted here
+    beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
+    md = execution.metadata
+    try:
+        with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
+            _verify(table, instant, beat, md)
+            table.transition_to_completed(
+                Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes()
+            )
+            delete_markers(table.storage, instant)
+    except BaseException:
+        beat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
+        raise
+    beat.stop(delete=True)
+    return md
+
+
+def _verify(table: HudiTable, instant: str, heartbeat: Heartbeat, md: CommitMetadata) -> None:
+    """Under the commit's lock: the plan is still inflight, the heartbeat still ours, every written file there."""
+    cur = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
+    why = ""
+    if cur is None or cur.action is not Action.LOG_COMPACTION or cur.state is not State.INFLIGHT:
+        why = "the plan is no longer inflight"
+    elif heartbeat.lost or not heartbeat.is_ours():
+        why = "its heartbeat is no longer this process's (the attempt was judged dead and rolled back)"
+    else:
+        gone = [s.path for s in md.write_stats() if s.path and not table.storage.exists(table.storage.join(s.path))]
+        if gone:
+            why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
+    if why:
+        raise InvalidInstantStateError(
+            table.base_uri, instant, f"log compaction {instant} is not committed by this process: {why}"
+        )
