@@ -78,6 +78,11 @@ class HoodieKey(enum.Enum):
         ("hoodie.table.rt.file.format",),
     )
     TIMELINE_TIMEZONE = ("hoodie.table.timeline.timezone", "LOCAL", "Timezone of instant times: LOCAL or UTC.")
+    BOOTSTRAP_INDEX_CLASS = (
+        "hoodie.bootstrap.index.class",
+        "org.apache.hudi.common.bootstrap.index.HFileBootstrapIndex",
+        "Bootstrap index implementation (table config); HFileBootstrapIndex is the one this project reads and writes.",
+    )
     TABLE_CHECKSUM = ("hoodie.table.checksum", None, "CRC32 of '<database>.<table>'.")
     PARTITION_METAFILE_USE_BASE_FORMAT = (
         "hoodie.partition.metafile.use.base.format",
@@ -184,6 +189,24 @@ class HoodieKey(enum.Enum):
     )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
+    # -- bootstrap (HoodieBootstrapConfig) ---------------------------------------------------------------------------
+    BOOTSTRAP_MODE_SELECTOR = (
+        "hoodie.bootstrap.mode.selector",
+        "org.apache.hudi.client.bootstrap.selector.MetadataOnlyBootstrapModeSelector",
+        "Chooses the bootstrap mode of each source partition: MetadataOnlyBootstrapModeSelector, "
+        "FullRecordBootstrapModeSelector or BootstrapRegexModeSelector (class or short name).",
+    )
+    BOOTSTRAP_MODE_SELECTOR_REGEX = (
+        "hoodie.bootstrap.mode.selector.regex",
+        ".*",
+        "BootstrapRegexModeSelector: source partition paths matching this regex (whole path) get the regex mode.",
+    )
+    BOOTSTRAP_MODE_SELECTOR_REGEX_MODE = (
+        "hoodie.bootstrap.mode.selector.regex.mode",
+        "METADATA_ONLY",
+        "BootstrapRegexModeSelector: mode of matching partitions (METADATA_ONLY or FULL_RECORD); the others get the "
+        "other mode.",
+    )
     # -- table lock (HoodieLockConfig, FileSystemBasedLockProvider) -------------------------------------------------
     LOCK_PROVIDER = (
         "hoodie.write.lock.provider",
