@@ -24,9 +24,8 @@ from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.compaction import executor
+from lake_orchestration.hudi.services.compaction.committer import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.compaction.executor import OperationTask
 from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
 from lake_orchestration.hudi.table.heartbeat import AttemptLiveness, Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -101,21 +100,13 @@ class CompactionAttempt:
                 table.base_uri,
                 liveness.describe(),
             )
-            self.rolled_back = rollback_inflight_compaction(table, self.instant, options=self._options())
+            self.rolled_back = rollback_inflight_compaction(table, self.instant, config=self.cfg.rollback_config())
         self.heartbeat.start()
         try:
             table.transition_to_inflight(Instant(pending.time, Action.COMPACTION, State.REQUESTED))
         except BaseException:
             self.heartbeat.stop(delete=True)
             raise
-
-    def _options(self) -> dict[str, str]:
-        return {
-            **self.cfg.lock.to_options(),  # the nested rollback locks the same file as this attempt's caller
-            **self.cfg.metadata_options(),
-            HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(self.cfg.heartbeat_interval_ms),
-            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.cfg.heartbeat_tolerable_misses),
-        }
 
     def ensure_ours(self) -> None:
         """Raise if another process took the plan over (it judged this attempt dead: a pause longer than the
@@ -127,44 +118,10 @@ class CompactionAttempt:
         if self.heartbeat.lost or not self.heartbeat.is_ours():
             raise taken_over_error(self.table, self.instant)
 
-    def run_local(self, tasks: list[OperationTask]) -> list[WriteStat]:
-        """Run the tasks in this process, one after the other, checking before each that the attempt is ours."""
-        stats = []
-        for task in tasks:
-            self.ensure_ours()
-            stat = executor.execute_operation(task)
-            if stat is not None:
-                stats.append(stat)
-        return stats
-
     def verify(self, stats: list[WriteStat]) -> Callable[[], None]:
-        """The check :func:`commit_compaction` runs under the lock, just before writing the completed instant.
-
-        Raises:
-            InvalidInstantStateError: the plan is no longer inflight, the heartbeat is no longer ours (another
-                process judged this attempt dead and took the plan over), or a written file is gone.
-        """
-
-        def check() -> None:
-            table = self.table.refresh()
-            cur = table.timeline.get(self.instant, Action.COMPACTION)
-            why = ""
-            if cur is None or cur.state is not State.INFLIGHT:
-                why = "the plan is no longer inflight"
-            elif self.heartbeat.lost or not self.heartbeat.is_ours():
-                why = "its heartbeat is no longer this process's (the attempt was judged dead and taken over)"
-            else:
-                gone = [s.path for s in stats if s.path and not table.storage.exists(table.storage.join(s.path))]
-                if gone:
-                    why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
-            if why:
-                raise InvalidInstantStateError(
-                    table.base_uri,
-                    self.instant,
-                    f"compaction {self.instant} is not committed by this process: {why}; nothing was committed",
-                )
-
-        return check
+        """The check :func:`commit_compaction` runs under the lock, just before writing the completed instant (see
+        :func:`~lake_orchestration.hudi.services.compaction.committer.attempt_check`)."""
+        return attempt_check(self.table, self.instant, self.heartbeat, stats)
 
     def abandon(self) -> None:
         """After a failure before the commit: roll this attempt back, under the table lock, if it is still ours (the
@@ -175,7 +132,7 @@ class CompactionAttempt:
                     self.heartbeat.stop(delete=False)
                     return
                 self.heartbeat.stop(delete=True)
-                rollback_inflight_compaction(self.table, self.instant, options=self._options())
+                rollback_inflight_compaction(self.table, self.instant, config=self.cfg.rollback_config())
         except Exception as err:  # the original error is what the caller must see
             log.error(
                 "Compaction %s of %s failed and its attempt could not be rolled back (%s); the next run rolls it "

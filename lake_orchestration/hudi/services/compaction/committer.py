@@ -10,16 +10,22 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from lake_orchestration.errors import CommitStateUnknownError, StorageError
+from lake_orchestration.errors import CommitStateUnknownError, InvalidInstantStateError, StorageError
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
+from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
+
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.services.compaction.executor import CompactionExecution
 
 
 def compaction_commit_metadata(
@@ -73,3 +79,156 @@ def commit_compaction(
             completed = done
         table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
     return completed
+
+
+@dataclass
+class CompactionResult:
+    """One executed and committed compaction plan."""
+
+    instant: str
+    operations: int
+    stats: list[WriteStat]
+    metadata: CommitMetadata
+    rolled_back_attempt: str | None = None
+    seconds: float = 0.0
+    already_committed: bool = False
+    """The commit found the plan committed already (a repeated commit: nothing written)."""
+    rows_written: int = field(init=False)
+    bytes_written: int = field(init=False)
+    log_records: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rows_written = sum(s.numWrites for s in self.stats)
+        self.bytes_written = sum(s.totalWriteBytes for s in self.stats)
+        self.log_records = sum(s.totalLogRecords for s in self.stats)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """What ``lake-orch compaction run --json`` prints for this plan."""
+        return {
+            "instant": self.instant,
+            "operations": self.operations,
+            "rows_written": self.rows_written,
+            "bytes_written": self.bytes_written,
+            "log_records": self.log_records,
+            "seconds": round(self.seconds, 3),
+            "rolled_back_attempt": self.rolled_back_attempt,
+        }
+
+    def operations_json(self) -> list[dict[str, Any]]:
+        """One object per written file group (the Dagster ``write_stats`` metadata)."""
+        return [
+            {
+                "partition": s.partitionPath,
+                "file_id": s.fileId,
+                "rows": s.numWrites,
+                "log_records": s.totalLogRecords,
+                "log_files": s.totalLogFilesCompacted,
+            }
+            for s in self.stats
+        ]
+
+
+def commit_execution(
+    table: HudiTable,
+    execution: CompactionExecution,
+    *,
+    config: CompactionConfig | None = None,
+    verify: Callable[[], None] | None = None,
+) -> CompactionResult:
+    """Commit: the write stats of ``execution`` become ``<instant>.commit``; the attempt's heartbeat and markers are
+    removed. Only the completed instant is written (files a failed or duplicate task attempt left, known by their
+    markers, are deleted first): the plan is never executed again here, so a failed commit is retried alone.
+
+    A plan that is committed already makes this a no-op (``already_committed``, with the timeline's metadata).
+
+    Args:
+        verify: the check run under the commit's lock (default: the plan is still inflight, its heartbeat holds
+            ``execution.attempt_token``, every file of the write stats exists). A caller that passes its own (the
+            attempt of this process, :meth:`CompactionAttempt.verify`) also removes the attempt's heartbeat itself.
+
+    Raises:
+        InvalidInstantStateError: the plan is no longer this attempt's (rolled back, taken over by another process
+            after the heartbeat expired) or a written file is gone; nothing was committed.
+        CommitStateUnknownError: the write failed and the timeline does not show the commit.
+        TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
+    """
+    cfg = config or CompactionConfig()
+    instant = execution.instant
+    stats = list(execution.stats)
+    # on the timeline the table holds (a fresh table in a separate commit step): the check under the lock lists it
+    done = _completed(table, instant)
+    if done is None:
+        md = compaction_commit_metadata(stats, execution.plan, execution.writer_schema)
+        check = verify or verify_execution(table, execution, cfg)
+        try:
+            commit_compaction(table, instant, md, lock=cfg.lock, verify=check)
+        except InvalidInstantStateError:
+            done = _completed(table, instant)  # the check refreshed the timeline: committed meanwhile?
+            if done is None:
+                raise
+        else:
+            if verify is None:  # an attempt of this process (``verify`` given) stops its own heartbeat
+                _delete_heartbeat_if_ours(table, instant, execution.attempt_token)
+    already = done is not None
+    if done is not None:
+        md = table.commit_metadata(done)
+        stats = md.write_stats()
+    return CompactionResult(
+        instant=instant,
+        operations=execution.operations,
+        stats=stats,
+        metadata=md,
+        rolled_back_attempt=execution.rolled_back_attempt,
+        seconds=execution.seconds,
+        already_committed=already,
+    )
+
+
+def _completed(table: HudiTable, instant: str) -> Instant | None:
+    done = table.timeline.get(instant, Action.COMMIT)
+    return done if done is not None and done.action is Action.COMMIT and done.is_completed else None
+
+
+def verify_execution(table: HudiTable, execution: CompactionExecution, cfg: CompactionConfig) -> Callable[[], None]:
+    """The check the commit runs under its lock: the plan is still inflight, its heartbeat still holds the attempt's
+    token (no other process judged it dead and took it over) and every file of the write stats exists."""
+    beat = Heartbeat(
+        table.storage, execution.instant, interval_ms=cfg.heartbeat_interval_ms, content=execution.attempt_token
+    )
+    return attempt_check(table, execution.instant, beat, list(execution.stats))
+
+
+def attempt_check(table: HudiTable, instant: str, heartbeat: Heartbeat, stats: list[WriteStat]) -> Callable[[], None]:
+    """See :func:`verify_execution`; ``heartbeat`` holds the attempt's token (a beating one, in process).
+
+    Raises (when called):
+        InvalidInstantStateError: the plan is no longer inflight, the heartbeat is no longer the attempt's, or a
+            written file is gone.
+    """
+
+    def check() -> None:
+        t = table.refresh()
+        cur = t.timeline.get(instant, Action.COMPACTION)
+        why = ""
+        if cur is None or cur.state is not State.INFLIGHT:
+            why = "the plan is no longer inflight"
+        elif heartbeat.lost or not heartbeat.is_ours():
+            why = "its heartbeat is no longer this process's (the attempt was judged dead and taken over)"
+        else:
+            gone = [s.path for s in stats if s.path and not t.storage.exists(t.storage.join(s.path))]
+            if gone:
+                why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
+        if why:
+            raise InvalidInstantStateError(
+                t.base_uri,
+                instant,
+                f"compaction {instant} is not committed by this process: {why}; nothing was committed",
+            )
+
+    return check
+
+
+def _delete_heartbeat_if_ours(table: HudiTable, instant: str, token: bytes) -> None:
+    beat = Heartbeat(table.storage, instant, content=token)
+    if beat.is_ours():
+        table.storage.delete_file(heartbeat_path(table.storage, instant), missing_ok=True)

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
-from lake_orchestration.errors import CorruptLogBlockError
+from lake_orchestration.errors import CorruptLogBlockError, InstantNotFoundError, PlanError
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
     DecodeState,
@@ -38,13 +38,19 @@ from lake_orchestration.hudi.merge.record_merger import (
     conform,
     decode_log_blocks,
 )
-from lake_orchestration.hudi.model.avro import CompactionOperation
+from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile
 from lake_orchestration.hudi.model.instant import Action, InstantTime
-from lake_orchestration.hudi.model.schema import avro_to_arrow_schema
+from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.model.timeline import Timeline
+from lake_orchestration.hudi.services.compaction.attempt import CompactionAttempt
+from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.services.compaction.planner import load_plan
+from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
+from lake_orchestration.hudi.table.snapshot import merge_config_for
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig, WriteBehind
 from lake_orchestration.io.storage import Storage
 
@@ -335,3 +341,167 @@ class _LogSpill:
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def compaction_tasks(
+    table: HudiTable, instant: str, cfg: CompactionConfig, *, plan: CompactionPlan | None = None
+) -> tuple[list[OperationTask], dict[str, Any]]:
+    """The per-operation tasks of plan ``instant`` and the writer schema (with meta fields) they write."""
+    plan = plan or load_plan(table, instant)
+    schema = table.latest_schema()
+    if schema is None:
+        raise PlanError(f"No writer schema found on the timeline of {table.base_uri}")
+    schema = with_meta_fields(schema) if table.config.populate_meta_fields else schema
+    # the timeline as the caller last loaded it: execution refreshes it on entry and under the lock (claim)
+    flt = compactor_instant_filter(table.timeline, instant)
+    common = {
+        "base_uri": table.base_uri,
+        "storage_options": table.storage.options,
+        "instant": instant,
+        "instant_filter": flt,
+        "merge": merge_config_for(table),
+        "avro_schema_json": json.dumps(schema, separators=(",", ":")),
+        "parquet": cfg.parquet(),
+        "memory_max_bytes": cfg.memory_max_bytes,
+        # a single record key field is unique within a file group, as the record key is: no dictionary for it
+        "unique_columns": tuple(table.config.record_key_fields) if len(table.config.record_key_fields) == 1 else (),
+    }
+    return [OperationTask.for_operation(op, n, **common) for n, op in enumerate(plan.operations or ())], schema
+
+
+def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
+    """Every base file the plan merges opens as Parquet (footer read), so a corrupt one stops the run before
+    anything is written instead of failing one operation after others wrote their files.
+
+    Raises:
+        CorruptFileError: a base file that is empty, truncated or not Parquet, naming it.
+    """
+    for op in plan.operations or ():
+        if op.data_file_path:
+            name = op.data_file_path.rsplit("/", 1)[-1]
+            table.storage.open_parquet(table.storage.join(op.partition_path or "", name)).close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionExecution:
+    """What execute-plan wrote for one plan: the write stats of its operations (the new base files, with their
+    markers, exist; ``<instant>.compaction.inflight`` is on the timeline). The commit needs only this.
+
+    Picklable (Dagster hands it from the ``execute_plan`` op to the ``commit`` op); :meth:`to_json_obj` is its
+    summary.
+    """
+
+    instant: str
+    operations: int
+    stats: tuple[WriteStat, ...]
+    plan: CompactionPlan = field(repr=False)
+    writer_schema: dict[str, Any] = field(repr=False)
+    """The writer schema (with meta fields) the base files were written with: the commit's ``schema``."""
+    attempt_token: bytes = field(repr=False)
+    """The content of this attempt's heartbeat ``.hoodie/.heartbeat/<instant>``: the commit checks that the plan is
+    still this attempt's (not rolled back and taken over by another process meanwhile)."""
+    rolled_back_attempt: str | None = None
+    """The crashed attempt rolled back before this one (its rollback instant)."""
+    seconds: float = 0.0
+
+    @property
+    def rows_written(self) -> int:
+        return sum(s.numWrites for s in self.stats)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(s.totalWriteBytes for s in self.stats)
+
+    @property
+    def log_records(self) -> int:
+        return sum(s.totalLogRecords for s in self.stats)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "instant": self.instant,
+            "operations": self.operations,
+            "rows_written": self.rows_written,
+            "bytes_written": self.bytes_written,
+            "log_records": self.log_records,
+            "seconds": round(self.seconds, 3),
+            "rolled_back_attempt": self.rolled_back_attempt,
+        }
+
+
+def execute_plan(
+    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, engine: Engine | None = None
+) -> CompactionExecution:
+    """Execute-plan only: claim the pending plan ``instant`` (requested -> inflight, rolling a crashed inflight
+    attempt back first), write one new base file per operation (with its marker) and return the write stats.
+    Nothing is committed: :func:`~lake_orchestration.hudi.services.compaction.committer.commit_execution` does that,
+    in this process or another one.
+
+    The attempt's heartbeat stops beating when this returns (it is not deleted): a commit that follows within
+    ``hoodie.client.heartbeat.interval_in_ms`` x ``tolerable.misses`` always finds the plan still this attempt's;
+    after that another process may roll it back and take it over, and the commit then refuses.
+
+    Raises:
+        InstantNotFoundError: no pending plan ``instant`` (or it is already committed).
+        InstantInProgressError: another process is executing the plan (its heartbeat is fresh); nothing was done.
+        CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written.
+    """
+    execution, attempt = execute_attempt(table, instant, cfg=config or CompactionConfig(), engine=engine, refresh=True)
+    attempt.heartbeat.stop(delete=False)
+    return execution
+
+
+def execute_attempt(
+    table: HudiTable, instant: str, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
+) -> tuple[CompactionExecution, CompactionAttempt]:
+    """:func:`execute_plan`, returning the attempt with its heartbeat still beating (the caller stops it);
+    ``refresh=False`` when the caller has just listed the timeline.
+
+    On a failure the attempt is rolled back (if still ours) and its heartbeat deleted, so a retry can start at once.
+    """
+    t0 = time.monotonic()
+    if refresh:
+        table.refresh()
+    pending = table.timeline.get(instant, Action.COMPACTION)
+    if pending is None or pending.action is not Action.COMPACTION:
+        done = table.timeline.get(instant, Action.COMMIT)
+        detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
+        raise InstantNotFoundError(table.base_uri, instant, detail)
+    plan = load_plan(table, instant)
+    check_base_files(table, plan)
+    # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
+    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
+    # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
+    # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
+    attempt = CompactionAttempt(table, str(instant), cfg)
+    with table_lock(table, operation=f"compaction {instant}", config=cfg.lock):
+        attempt.claim()
+    try:
+        tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
+        # in-process, the attempt stops between tasks once another process took the plan over
+        stats = run_in_process(attempt, tasks) if engine is None else run_operations(tasks, engine=engine)
+    except BaseException:
+        attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
+        raise
+    execution = CompactionExecution(
+        instant=str(instant),
+        operations=len(tasks),
+        stats=tuple(stats),
+        plan=plan,
+        writer_schema=schema,
+        attempt_token=attempt.token,
+        rolled_back_attempt=str(attempt.rolled_back.time) if attempt.rolled_back is not None else None,
+        seconds=time.monotonic() - t0,
+    )
+    return execution, attempt
+
+
+def run_in_process(attempt: CompactionAttempt, tasks: list[OperationTask]) -> list[WriteStat]:
+    """Run the tasks in this process, one after the other, checking before each that the attempt is ours."""
+    stats = []
+    for task in tasks:
+        attempt.ensure_ours()
+        stat = execute_operation(task)
+        if stat is not None:
+            stats.append(stat)
+    return stats

@@ -12,7 +12,7 @@ from typing import Any
 
 import pendulum
 
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
 from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -265,3 +265,21 @@ def schedule_compaction(
             return ScheduleResult(None, None, "no file slice with log files to compact")
         table.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED), plan.to_bytes())
         return ScheduleResult(instant, plan, f"scheduled {len(plan.operations)} operation(s)")
+
+
+def pending_compaction_instants(table: HudiTable) -> list[Instant]:
+    """Pending compaction instants (requested or inflight), oldest first."""
+    return list(table.refresh().timeline.pending_compactions())
+
+
+def load_plan(table: HudiTable, instant: str) -> CompactionPlan:
+    """The plan of compaction ``instant`` (from ``<instant>.compaction.requested``), on the timeline the table holds.
+
+    Raises:
+        InstantNotFoundError: no compaction ``instant`` on the timeline, or its requested file is gone.
+        CorruptFileError: the plan does not decode.
+    """
+    found = table.timeline.get(instant, Action.COMPACTION)
+    if found is None or found.action is not Action.COMPACTION:
+        raise InstantNotFoundError(table.base_uri, instant, "no compaction plan on the active timeline")
+    return table.read_model(Instant(found.time, Action.COMPACTION, State.REQUESTED), CompactionPlan)

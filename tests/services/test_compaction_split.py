@@ -1,0 +1,112 @@
+"""Execute-plan and commit as two steps (the Dagster graph's two ops): execute writes only the new base files and
+their markers (the plan inflight), commit writes only ``<instant>.commit`` from the typed write stats, a repeated
+commit is a no-op, a failed commit is retried alone, and a commit of an attempt another process took over refuses."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from lake_orchestration.errors import InvalidInstantStateError
+from lake_orchestration.hudi.model.instant import Action, State
+from lake_orchestration.hudi.services.compaction import (
+    CompactionExecution,
+    commit_execution,
+    execute_plan,
+    executor,
+    schedule_compaction,
+)
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.heartbeat import heartbeat_path
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.services.test_compaction import _assert_compacted, _generated
+
+
+def _executed(tmp_path: Path) -> tuple[Path, str, CompactionExecution]:
+    path = _generated(tmp_path, deltas=3)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    return path, instant, execute_plan(HudiTable(str(path)), instant)
+
+
+def _base_files(path: Path, instant: str) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob(f"*_{instant}.parquet")}
+
+
+def test_compaction_execute_plan_writes_files_and_markers_only_then_commit_completes(tmp_path: Path) -> None:
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    execution = execute_plan(HudiTable(str(path)), instant)
+    t = HudiTable(str(path))
+    assert t.timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT
+    assert not (path / ".hoodie" / f"{instant}.commit").exists()
+    assert execution.operations == len(execution.stats) > 0
+    assert _base_files(path, instant) == {s.path for s in execution.stats}
+    marker_dir = path / ".hoodie" / ".temp" / instant
+    markers = {str(p.relative_to(marker_dir)).rsplit(".marker.", 1)[0] for p in marker_dir.rglob("*.marker.*")}
+    assert markers == {s.path for s in execution.stats}
+    assert_same_rows(hudi_rs_snapshot(path), before)  # nothing committed: readers see the table as before
+    # the commit step in another "process": a fresh table and the execution as Dagster's IO manager hands it over
+    result = commit_execution(HudiTable(str(path)), pickle.loads(pickle.dumps(execution)))
+    assert not result.already_committed
+    assert result.rows_written == execution.rows_written and result.operations == execution.operations
+    assert not (path / ".hoodie" / ".temp" / instant).exists()
+    assert not (path / ".hoodie" / ".heartbeat" / instant).exists()
+    _assert_compacted(path, instant, before)
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def test_compaction_commit_twice_second_is_noop(tmp_path: Path) -> None:
+    path, instant, execution = _executed(tmp_path)
+    first = commit_execution(HudiTable(str(path)), execution)
+    commit_file = path / ".hoodie" / f"{instant}.commit"
+    written = commit_file.read_bytes()
+    listing = sorted(p.name for p in (path / ".hoodie").iterdir())
+    second = commit_execution(HudiTable(str(path)), execution)
+    assert second.already_committed and not first.already_committed
+    assert commit_file.read_bytes() == written
+    assert sorted(p.name for p in (path / ".hoodie").iterdir()) == listing
+    assert sorted(s.path for s in second.stats) == sorted(s.path for s in first.stats)
+
+
+def test_compaction_failed_commit_retried_alone_without_executing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, instant, execution = _executed(tmp_path)
+    before_files = _base_files(path, instant)
+
+    def no_execution(task):  # type: ignore[no-untyped-def]
+        raise AssertionError("the commit executed an operation")
+
+    monkeypatch.setattr(executor, "execute_operation", no_execution)
+    real = HudiTable.transition_to_completed
+
+    def failing(self, inflight, content=b""):  # type: ignore[no-untyped-def]
+        raise OSError("store unavailable (test)")
+
+    monkeypatch.setattr(HudiTable, "transition_to_completed", failing)
+    with pytest.raises(OSError, match="store unavailable"):
+        commit_execution(HudiTable(str(path)), execution)
+    assert HudiTable(str(path)).timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT
+    monkeypatch.setattr(HudiTable, "transition_to_completed", real)
+    result = commit_execution(HudiTable(str(path)), execution)
+    assert not result.already_committed
+    assert _base_files(path, instant) == before_files
+    done = HudiTable(str(path)).timeline.get(instant, Action.COMMIT)
+    assert done is not None and done.is_completed
+
+
+def test_compaction_commit_of_an_attempt_taken_over_refuses_and_commits_nothing(tmp_path: Path) -> None:
+    path, instant, execution = _executed(tmp_path)
+    t = HudiTable(str(path))
+    # another process judged the attempt dead (its heartbeat expired) and rolled it back
+    t.storage.delete_file(heartbeat_path(t.storage, instant))
+    rollback_inflight_compaction(t, instant)
+    with pytest.raises(InvalidInstantStateError, match="not committed by this process"):
+        commit_execution(HudiTable(str(path)), execution)
+    t = HudiTable(str(path))
+    assert t.timeline.get(instant, Action.COMPACTION).state is State.REQUESTED
+    assert not (path / ".hoodie" / f"{instant}.commit").exists()
