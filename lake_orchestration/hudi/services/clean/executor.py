@@ -8,15 +8,15 @@ in a local thread pool.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
@@ -89,33 +89,39 @@ def _delete(st: Storage, partition: str, path: str) -> DeleteResult:
         return DeleteResult(partition, name, not st.exists(path))
 
 
-def delete_files_json(payload: str) -> list[str]:
-    """Spark task: delete a batch of files; returns one JSON result per file."""
-    p = json.loads(payload)
-    st = Storage(p["base_uri"], options=p.get("storage_options") or {})
-    return [json.dumps(_delete(st, part, path).__dict__) for part, path in p["files"]]
+@dataclass(frozen=True, kw_only=True)
+class DeleteTask:
+    """A batch of files of one table to delete: a typed engine task (see :mod:`lake_orchestration.engines.base`)."""
+
+    base_uri: str
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Storage options (secrets: never shown in a repr, never encoded as data)."""
+    files: tuple[tuple[str, str], ...]
+    """``(partition, path)`` of each file."""
+
+
+def delete_batch(task: DeleteTask) -> list[DeleteResult]:
+    """Engine task: delete a batch of files; one result per file."""
+    st = Storage(task.base_uri, options=task.storage_options)
+    return [_delete(st, part, path) for part, path in task.files]
 
 
 def delete_files(
-    table: HudiTable, files: list[tuple[str, str]], *, spark: Any = None, parallelism: int = 200
+    table: HudiTable, files: list[tuple[str, str]], *, engine: Engine | None = None, parallelism: int = 200
 ) -> list[DeleteResult]:
-    """Delete ``(partition, path)`` files in parallel: Spark tasks when a session is given, else threads."""
+    """Delete ``(partition, path)`` files in parallel: engine tasks of up to 500 files when an engine is given, else
+    threads."""
     if not files:
         return []
-    if spark is None:
+    if engine is None:
         with ThreadPoolExecutor(max_workers=min(_LOCAL_THREADS, parallelism, len(files))) as pool:
             return list(pool.map(lambda f: _delete(table.storage, *f), files))
-    from lake_orchestration.hudi.services.spark_runner import run_json_tasks
-
     per_task = max(_FILES_PER_TASK, -(-len(files) // parallelism))
-    payloads = [
-        json.dumps(
-            {"base_uri": table.base_uri, "storage_options": table.storage.options, "files": files[i : i + per_task]}
-        )
+    tasks = [
+        DeleteTask(base_uri=table.base_uri, storage_options=table.storage.options, files=tuple(files[i : i + per_task]))
         for i in range(0, len(files), per_task)
     ]
-    results = run_json_tasks(spark, payloads, "lake_orchestration.hudi.services.clean.executor:delete_files_json")
-    return [DeleteResult(**json.loads(r)) for r in results]
+    return engine.map_tasks(delete_batch, tasks, description=f"clean of {table.base_uri}: delete files")
 
 
 def clean_metadata(
@@ -170,7 +176,7 @@ def execute_clean_plan(
     table: HudiTable,
     instant_time: str,
     *,
-    spark: Any = None,
+    engine: Engine | None = None,
     parallelism: int = 200,
     lock: LockConfig | None = None,
     heartbeat: tuple[int, int] = (60_000, 2),
@@ -229,7 +235,7 @@ def execute_clean_plan(
             beat.stop(delete=True)
             raise
     try:
-        results = delete_files(table, files, spark=spark, parallelism=parallelism)
+        results = delete_files(table, files, engine=engine, parallelism=parallelism)
         md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
     except BaseException:
         beat.stop(delete=True)  # deletes are idempotent: a retry may start at once
