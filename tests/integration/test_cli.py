@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from lake_orchestration.cli.app import cli
@@ -97,3 +98,104 @@ def test_write_cli_bad_option_one_line_error(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["write", str(tmp_path / "t"), "--input", str(g), "--option", "nonsense"])
     assert r.exit_code == 1
     assert "expected key=value" in r.output
+
+
+def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], click.Command]:
+    """Every runnable command under ``group``, by its words (``("compaction", "run")``)."""
+    out: dict[tuple[str, ...], click.Command] = {}
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            out.update(_leaf_commands(cmd, (*prefix, name)))
+        else:
+            out[(*prefix, name)] = cmd
+    return out
+
+
+# what each command that opens a table needs besides PATH
+_TABLE_COMMANDS: dict[tuple[str, ...], list[str]] = {
+    ("table", "show"): [],
+    ("timeline", "show"): [],
+    ("fsview", "show"): [],
+    ("read",): ["-o", "out.parquet"],
+    ("write",): ["--input", "in.parquet"],
+    ("compaction", "schedule"): [],
+    ("compaction", "run"): ["--engine", "local"],
+    ("compaction", "show"): [],
+    ("compaction", "rollback"): ["--instant-time", "20250101000000000"],
+    ("log-compaction", "schedule"): [],
+    ("log-compaction", "run"): [],
+    ("rollback",): ["--stale"],
+    ("clean",): [],
+    ("savepoint", "create"): ["--instant-time", "20250101000000000"],
+    ("savepoint", "delete"): ["--instant-time", "20250101000000000"],
+    ("savepoint", "show"): [],
+    ("archive",): [],
+}
+
+
+def test_cli_table_commands_listed_are_every_command_with_a_path_argument() -> None:
+    with_path = {
+        words
+        for words, cmd in _leaf_commands(cli).items()
+        if any(isinstance(p, click.Argument) and p.name == "path" for p in cmd.params)
+    }
+    assert with_path == set(_TABLE_COMMANDS)
+
+
+def test_cli_every_table_command_missing_table_one_error_line_on_stderr_exit_1(tmp_path: Path) -> None:
+    """The output layer renders a command's error once, on stderr, with and without --json."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"uuid": ["a"], "ts": [1]}), tmp_path / "in.parquet")
+    missing = str(tmp_path / "nope")
+    json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
+    for words, extra in _TABLE_COMMANDS.items():
+        for as_json in ([], ["--json"]) if words in json_commands else ([],):
+            args = [*words, missing, *[str(tmp_path / a) if a.endswith(".parquet") else a for a in extra], *as_json]
+            r = CliRunner().invoke(cli, args)
+            assert r.exit_code == 1, (args, r.output)
+            assert r.stdout == "", (args, r.stdout)
+            expected = (
+                f"Error: No table at {missing}: a table name (hoodie.table.name) is required to create one"
+                if words == ("write",)  # write creates a missing table
+                else f"Error: No Hudi table at {missing}: expected {missing}/.hoodie/hoodie.properties"
+            )
+            assert r.stderr.splitlines() == [expected], (args, r.stderr)
+
+
+def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_path: Path) -> None:
+    """Every command with --json prints exactly one JSON document on stdout (the result's to_json_obj) and
+    its text differs from it."""
+    runner = CliRunner()
+    data, table = tmp_path / "in.parquet", str(tmp_path / "t")
+    assert runner.invoke(cli, ["generate", str(data), "--rows", "20", "--partitions", "2"]).exit_code == 0
+    create = ["--table-name", "t", "--record-key", "uuid", "--precombine-field", "ts", "--partition-field", "city"]
+    r = runner.invoke(cli, ["write", table, "--input", str(data), *create, "--json"])
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.stdout)["instant"]
+    argv: dict[tuple[str, ...], list[str]] = {
+        ("table", "show"): [],
+        ("timeline", "show"): [],
+        ("fsview", "show"): [],
+        ("read",): ["-o", str(tmp_path / "snap.parquet")],
+        ("write",): ["--input", str(data)],
+        ("compaction", "schedule"): [],
+        ("compaction", "run"): ["--engine", "local"],
+        ("compaction", "show"): [],
+        ("rollback",): ["--stale", "--dry-run"],
+        ("clean",): ["--dry-run"],
+        ("savepoint", "create"): ["--instant-time", first, "--dry-run"],
+        ("savepoint", "show"): [],
+        ("archive",): ["--dry-run"],
+    }
+    json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
+    assert json_commands == set(argv)
+    for words, extra in argv.items():
+        r = runner.invoke(cli, [*words, table, *extra, "--json"])
+        assert r.exit_code == 0, (words, r.output)
+        doc = json.loads(r.stdout)
+        assert isinstance(doc, dict | list), words
+        text = runner.invoke(cli, [*words, table, *extra])
+        assert text.exit_code == 0, (words, text.output)
+        assert text.stdout != r.stdout, words
