@@ -61,6 +61,22 @@ class PaimonTableNotFoundError(TableNotFoundError):
         )
 
 
+class PaimonCommitConflictError(LakeOrchestrationError):
+    """A Paimon compaction cannot commit: files it compacted are no longer live in the latest snapshot (another
+    commit compacted or overwrote them), as Java ``FileStoreCommitImpl``'s conflict check. Re-plan and rerun."""
+
+    def __init__(self, table_uri: str, snapshot_id: int, missing: list[str]) -> None:
+        self.table_uri = table_uri
+        self.snapshot_id = snapshot_id
+        self.missing = missing
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        LakeOrchestrationError.__init__(
+            self,
+            f"Paimon compaction of {table_uri} conflicts with snapshot {snapshot_id}: {len(missing)} compacted "
+            f"file(s) are no longer live ({shown}); expected every compacted file live: re-plan the compaction",
+        )
+
+
 class InvalidTablePropertiesError(LakeOrchestrationError):
     """``hoodie.properties`` is malformed or holds an invalid value."""
 

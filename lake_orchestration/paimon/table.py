@@ -187,6 +187,14 @@ class PaimonTable:
         uri = self.storage.uri(path)
         return manifest_entries(read_container(self.storage.read_bytes(path), path=uri), path=uri)
 
+    def index_manifest_records(self, snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
+        """The raw records of the snapshot's index manifest (``_INDEX_TYPE``, ``_BUCKET``, ``_FILE_NAME`` ...:
+        deletion vectors and global indexes), empty when the snapshot has none."""
+        if snapshot.index_manifest is None:
+            return ()
+        path = self.storage.join(MANIFEST_DIR, snapshot.index_manifest)
+        return read_container(self.storage.read_bytes(path), path=self.storage.uri(path)).records
+
     def _entries_of_list(self, name: str) -> list[ManifestEntry]:
         return [e for meta in self.manifest_list(name) for e in self.manifest(meta.file_name)]
 

@@ -1,0 +1,440 @@
+"""Execute a Paimon compaction plan: per bucket, Java ``MergeTreeCompactTask.doCompact``; writes only data files.
+
+For each :class:`BucketCompaction` (one engine task per bucket):
+
+1. ``IntervalPartition``: the unit's files sorted by (min key, max key) are cut into sections whose key ranges do
+   not overlap; each section is split into sorted runs (a priority queue of runs by their last max key).
+2. A section of more than one run is a rewrite candidate. A single-run section's files are *upgraded* (same file,
+   new level: no I/O) unless a file is smaller than ``compaction file size`` (``target-file-size`` * 0.7: it joins
+   the candidates) or the output is the max level and the file holds retractions (rewritten to drop them).
+   Candidates are rewritten when an upgrade interrupts them and at the end; a lone single-run candidate is
+   upgraded instead (``rewrite``'s shortcut).
+3. A rewrite sort-merges its files with the merge engine (:mod:`.merge`), drops retractions when the plan says so
+   (``DropDeleteReader``), and writes files of about ``target-file-size`` (rolled on an estimate from the input's
+   bytes per row; Java checks the written size every 1,000 rows) named ``data-<uuid>-<n>.parquet`` with Java's
+   layout: ``_KEY_<pk>`` (field id 1073741823 + id), ``_SEQUENCE_NUMBER`` (2147483646), ``_VALUE_KIND`` int8
+   (2147483645), the value columns (their field ids), ``file.compression`` (default zstd).
+
+Retractions are counted from the data, not from ``_DELETE_ROW_COUNT``: pypaimon 2.1.0 writes 0 for files that hold
+``-D`` rows, so Java's ``deleteRowCount == 0`` check alone would move retractions to the max level.
+
+Nothing here touches snapshots: a crash leaves only unreferenced data files (see :mod:`.rollback`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import heapq
+import io
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lake_orchestration.engines.base import Engine
+from lake_orchestration.errors import SchemaError
+from lake_orchestration.io.storage import Storage
+from lake_orchestration.paimon.model.binary_row import BinaryRow
+from lake_orchestration.paimon.model.manifest import DataFileMeta, FileSource, SimpleStats
+from lake_orchestration.paimon.model.options import CoreOptions
+from lake_orchestration.paimon.model.schema import TableSchema
+from lake_orchestration.paimon.services.compaction.merge import (
+    KEY_PREFIX,
+    RETRACT_KINDS,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    merge_rows,
+)
+from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, PaimonCompactionPlan
+
+KEY_FIELD_ID_START = 2**31 // 2 - 1
+SEQUENCE_NUMBER_FIELD_ID = 2**31 - 2
+VALUE_KIND_FIELD_ID = 2**31 - 3
+DATA_FILE_PREFIX = "data-"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketCompactTask:
+    """One engine task: compact one bucket (picklable; storage options travel inside the task)."""
+
+    table_uri: str
+    """The table root."""
+    storage_options: dict[str, str] | None
+    """Storage options (credentials): never logged."""
+    schema: TableSchema
+    """Schema of the new files."""
+    compaction: BucketCompaction
+    """What to compact."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketCompactResult:
+    """What one bucket's compaction did (Java ``CompactResult``): files before and after, and what was written."""
+
+    compaction: BucketCompaction
+    """The planned unit."""
+    before: tuple[DataFileMeta, ...]
+    """Files replaced (rewritten inputs, and upgraded files at their old level)."""
+    after: tuple[DataFileMeta, ...]
+    """Files that replace them (new files, and upgraded files at their new level)."""
+    written: tuple[str, ...]
+    """Paths (relative to the table root) of the data files written."""
+    upgraded: int
+    """Files that only changed level."""
+    rewritten: int
+    """Input files merged into new files."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "partition": self.compaction.partition.data.hex(),
+            "bucket": self.compaction.bucket,
+            "output_level": self.compaction.output_level,
+            "upgraded": self.upgraded,
+            "rewritten": self.rewritten,
+            "files_before": len(self.before),
+            "files_after": len(self.after),
+            "rows_before": sum(f.row_count for f in self.before),
+            "rows_after": sum(f.row_count for f in self.after),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaimonCompactionExecution:
+    """The executed plan: what the committer turns into a COMPACT snapshot."""
+
+    plan: PaimonCompactionPlan
+    """The plan."""
+    results: tuple[BucketCompactResult, ...]
+    """One result per planned bucket."""
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """Every data file written (relative paths)."""
+        return tuple(p for r in self.results for p in r.written)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "table": self.plan.table_uri,
+            "snapshot_id": self.plan.snapshot_id,
+            "buckets": [r.to_json_obj() for r in self.results],
+            "files_written": len(self.written),
+        }
+
+
+# -- sections and runs (Java IntervalPartition) -----------------------------------------------------------------
+KeyOrder = Callable[[BinaryRow], Any]
+
+
+def interval_partition(files: Sequence[DataFileMeta], key_order: KeyOrder) -> list[list[list[DataFileMeta]]]:
+    """Java ``IntervalPartition.partition``: sections of overlapping files, each as sorted runs."""
+    ordered = sorted(files, key=lambda f: (key_order(f.min_key), key_order(f.max_key)))
+    sections: list[list[list[DataFileMeta]]] = []
+    section: list[DataFileMeta] = []
+    bound: Any = None
+    for meta in ordered:
+        if section and key_order(meta.min_key) > bound:
+            sections.append(_runs_of_section(section, key_order))
+            section, bound = [], None
+        section.append(meta)
+        if bound is None or key_order(meta.max_key) > bound:
+            bound = key_order(meta.max_key)
+    if section:
+        sections.append(_runs_of_section(section, key_order))
+    return sections
+
+
+def _runs_of_section(metas: list[DataFileMeta], key_order: KeyOrder) -> list[list[DataFileMeta]]:
+    heap: list[tuple[Any, int, list[DataFileMeta]]] = [(key_order(metas[0].max_key), 0, [metas[0]])]
+    for i, meta in enumerate(metas[1:], start=1):
+        last_max, idx, top = heapq.heappop(heap)
+        if key_order(meta.min_key) > last_max:
+            top.append(meta)
+            heapq.heappush(heap, (key_order(meta.max_key), idx, top))
+        else:
+            heapq.heappush(heap, (last_max, idx, top))
+            heapq.heappush(heap, (key_order(meta.max_key), i, [meta]))
+    return [run for _, _, run in sorted(heap, key=lambda t: t[1])]
+
+
+# -- doCompact --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Upgrade:
+    file: DataFileMeta
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    files: tuple[DataFileMeta, ...]
+
+
+def compact_steps(
+    compaction: BucketCompaction,
+    *,
+    key_order: KeyOrder,
+    min_file_size: int,
+    has_retractions: Callable[[DataFileMeta], bool],
+) -> list[_Upgrade | _Rewrite]:
+    """Java ``MergeTreeCompactTask.doCompact`` as a list of upgrades and rewrites (no I/O but ``has_retractions``)."""
+    steps: list[_Upgrade | _Rewrite] = []
+    output_level, max_level = compaction.output_level, compaction.max_level
+    candidate: list[list[list[DataFileMeta]]] = []
+
+    def upgrade(file: DataFileMeta) -> None:
+        if file.level == output_level:
+            return
+        if output_level != max_level or not has_retractions(file):
+            steps.append(_Upgrade(file))
+        else:
+            # files with delete records should not be upgraded directly to max level
+            steps.append(_Rewrite((file,)))
+
+    def rewrite() -> None:
+        if not candidate:
+            return
+        if len(candidate) == 1:
+            section = candidate[0]
+            if not section:
+                return
+            if len(section) == 1:
+                for file in section[0]:
+                    upgrade(file)
+                candidate.clear()
+                return
+        steps.append(_Rewrite(tuple(f for section in candidate for run in section for f in run)))
+        candidate.clear()
+
+    for section in interval_partition(compaction.files, key_order):
+        if len(section) > 1:
+            candidate.append(section)
+            continue
+        for file in section[0]:
+            if file.file_size < min_file_size:
+                # smaller files are rewritten along with the previous files
+                candidate.append([[file]])
+            else:
+                # large file appears: rewrite previous and upgrade it
+                rewrite()
+                upgrade(file)
+    rewrite()
+    return steps
+
+
+# -- reading and writing data files ----------------------------------------------------------------------------
+def _columns(schema: TableSchema) -> tuple[list[str], list[str]]:
+    keys = [f"{KEY_PREFIX}{k}" for k in schema.trimmed_primary_keys]
+    return keys, [f.name for f in schema.fields]
+
+
+def _read_file(storage: Storage, path: str, names: list[str]) -> pa.Table:
+    data = storage.open_parquet(path).read()
+    missing = [n for n in names if n not in data.column_names]
+    if missing:
+        raise SchemaError(
+            f"{storage.uri(path)} lacks columns {missing}: expected {names} (files of another schema need schema "
+            "evolution, not supported by this compaction)"
+        )
+    return data.select(names)
+
+
+def _output_schema(schema: TableSchema, sample: pa.Schema) -> pa.Schema:
+    """Java's data file schema: field ids as ``KeyValueFileWriterFactory`` writes them, nullability of the table."""
+    ids: dict[str, int] = {SEQUENCE_NUMBER: SEQUENCE_NUMBER_FIELD_ID, VALUE_KIND: VALUE_KIND_FIELD_ID}
+    nullable: dict[str, bool] = {SEQUENCE_NUMBER: False, VALUE_KIND: False}
+    for k in schema.trimmed_primary_keys:
+        field = schema.field(k)
+        ids[f"{KEY_PREFIX}{k}"] = KEY_FIELD_ID_START + field.id
+        nullable[f"{KEY_PREFIX}{k}"] = False
+    for f in schema.fields:
+        ids[f.name] = f.id
+        nullable[f.name] = f.type.nullable
+    return pa.schema(
+        [
+            pa.field(
+                f.name,
+                pa.int8() if f.name == VALUE_KIND else f.type,
+                nullable=nullable[f.name],
+                metadata={b"PARQUET:field_id": str(ids[f.name]).encode()},
+            )
+            for f in sample
+        ]
+    )
+
+
+def _creation_time_millis() -> int:
+    """Java's ``LocalDateTime.now()`` stored as epoch millis of the local wall clock."""
+    now = datetime.datetime.now()
+    return int(now.replace(tzinfo=datetime.UTC).timestamp() * 1000)
+
+
+def _key_stats(data: pa.Table, schema: TableSchema) -> SimpleStats:
+    mins, maxs, nulls = [], [], []
+    for k in schema.trimmed_primary_keys:
+        col = data.column(f"{KEY_PREFIX}{k}")
+        mm = pc.min_max(col)
+        mins.append(mm["min"].as_py())
+        maxs.append(mm["max"].as_py())
+        nulls.append(col.null_count)
+    types = schema.key_types
+    return SimpleStats(
+        min_values=BinaryRow.from_values(mins, types),
+        max_values=BinaryRow.from_values(maxs, types),
+        null_counts=tuple(nulls),
+    )
+
+
+def _key_row(data: pa.Table, schema: TableSchema, index: int) -> BinaryRow:
+    values = [data.column(f"{KEY_PREFIX}{k}")[index].as_py() for k in schema.trimmed_primary_keys]
+    return BinaryRow.from_values(values, schema.key_types)
+
+
+class _RollingWriter:
+    """Writes ``data-<uuid>-<n>.parquet`` files of about ``rows_per_file`` rows into one bucket directory."""
+
+    def __init__(self, storage: Storage, task: BucketCompactTask, options: CoreOptions) -> None:
+        self.storage = storage
+        self.task = task
+        self.uuid = str(uuid.uuid4())
+        self.counter = 0
+        self.compression = task.schema.options.get("file.compression", "zstd").strip().lower()
+        level = task.schema.options.get("file.compression.zstd-level", "1").strip()
+        self.compression_level = int(level) if self.compression == "zstd" else None
+        self.written: list[str] = []
+
+    def write(self, data: pa.Table, *, level: int, rows_per_file: int) -> list[DataFileMeta]:
+        out = []
+        for start in range(0, data.num_rows, max(1, rows_per_file)):
+            out.append(self._write_one(data.slice(start, rows_per_file), level=level))
+        return out
+
+    def _write_one(self, data: pa.Table, *, level: int) -> DataFileMeta:
+        schema = self.task.schema
+        name = f"{DATA_FILE_PREFIX}{self.uuid}-{self.counter}.parquet"
+        self.counter += 1
+        sink = io.BytesIO()
+        compression = "none" if self.compression in ("none", "uncompressed") else self.compression
+        with pq.ParquetWriter(
+            sink, data.schema, compression=compression, compression_level=self.compression_level
+        ) as writer:
+            writer.write_table(data)
+        payload = sink.getvalue()
+        path = self.storage.join(self.task.compaction.bucket_path, name)
+        self.storage.write_bytes(path, payload)
+        self.written.append(self.storage.relative(path))
+        seqs = pc.min_max(data.column(SEQUENCE_NUMBER))
+        deletes = pc.sum(pc.is_in(data.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))).as_py() or 0
+        return DataFileMeta(
+            file_name=name,
+            file_size=len(payload),
+            row_count=data.num_rows,
+            min_key=_key_row(data, schema, 0),
+            max_key=_key_row(data, schema, data.num_rows - 1),
+            key_stats=_key_stats(data, schema),
+            # no value statistics (dense stats of zero columns), as pypaimon writes and Java with stats mode none
+            value_stats=SimpleStats(min_values=BinaryRow.empty(), max_values=BinaryRow.empty(), null_counts=()),
+            min_sequence_number=seqs["min"].as_py(),
+            max_sequence_number=seqs["max"].as_py(),
+            schema_id=schema.id,
+            level=level,
+            extra_files=(),
+            creation_time=_creation_time_millis(),
+            delete_row_count=int(deletes),
+            file_source=FileSource.COMPACT,
+            value_stats_cols=(),
+        )
+
+
+def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
+    """Compact one bucket (the engine task function): upgrades and rewrites, new data files written."""
+    storage = Storage(task.table_uri, options=task.storage_options)
+    schema = task.schema
+    options = CoreOptions(schema.options)
+    compaction = task.compaction
+    key_types = schema.key_types
+    key_columns, value_columns = _columns(schema)
+    names = [*key_columns, SEQUENCE_NUMBER, VALUE_KIND, *value_columns]
+
+    def path_of(f: DataFileMeta) -> str:
+        return storage.join(compaction.bucket_path, f.file_name)
+
+    def has_retractions(f: DataFileMeta) -> bool:
+        if f.delete_row_count is None or f.delete_row_count > 0:
+            return True
+        kinds = storage.open_parquet(path_of(f)).read(columns=[VALUE_KIND]).column(VALUE_KIND)
+        return bool(pc.any(pc.is_in(kinds, pa.array(RETRACT_KINDS, pa.int8()))).as_py())
+
+    steps = compact_steps(
+        compaction,
+        key_order=lambda row: row.sort_key(key_types),
+        min_file_size=options.compaction_file_size,
+        has_retractions=has_retractions,
+    )
+    writer = _RollingWriter(storage, task, options)
+    before: list[DataFileMeta] = []
+    after: list[DataFileMeta] = []
+    upgraded = rewritten = 0
+    for step in steps:
+        if isinstance(step, _Upgrade):
+            before.append(step.file)
+            after.append(replace(step.file, level=compaction.output_level))
+            upgraded += 1
+            continue
+        tables = [_read_file(storage, path_of(f), names) for f in step.files]
+        target = _output_schema(schema, tables[0].schema)
+        data = pa.concat_tables([t.cast(target) for t in tables])
+        merged = merge_rows(
+            data,
+            key_columns=key_columns,
+            value_columns=value_columns,
+            primary_keys=schema.primary_keys,
+            engine=options.merge_engine,
+            options=schema.options,
+            drop_delete=compaction.drop_delete,
+        )
+        in_rows = sum(f.row_count for f in step.files)
+        bytes_per_row = max(1, sum(f.file_size for f in step.files) // max(1, in_rows))
+        rows_per_file = max(1, options.target_file_size // bytes_per_row)
+        before.extend(step.files)
+        after.extend(writer.write(merged, level=compaction.output_level, rows_per_file=rows_per_file))
+        rewritten += len(step.files)
+    return [
+        BucketCompactResult(
+            compaction=compaction,
+            before=tuple(before),
+            after=tuple(after),
+            written=tuple(writer.written),
+            upgraded=upgraded,
+            rewritten=rewritten,
+        )
+    ]
+
+
+def bucket_tasks(plan: PaimonCompactionPlan, storage: Storage) -> list[BucketCompactTask]:
+    """One task per planned bucket."""
+    return [
+        BucketCompactTask(
+            table_uri=plan.table_uri, storage_options=storage.options or None, schema=plan.schema, compaction=b
+        )
+        for b in plan.buckets
+    ]
+
+
+def execute_compaction(
+    plan: PaimonCompactionPlan, *, storage: Storage, engine: Engine | None = None
+) -> PaimonCompactionExecution:
+    """Run every bucket of ``plan`` (one engine task each; ``engine=None``: in this process, bucket by bucket).
+
+    Writes data files only; the table is unchanged until :func:`~.committer.commit_compaction`.
+    """
+    tasks = bucket_tasks(plan, storage)
+    description = f"Paimon compaction of {len(tasks)} bucket(s) of {plan.table_uri}"
+    if engine is None:
+        results = [r for t in tasks for r in compact_bucket(t)]
+    else:
+        results = engine.map_tasks(compact_bucket, tasks, description=description)
+    return PaimonCompactionExecution(plan=plan, results=tuple(results))
