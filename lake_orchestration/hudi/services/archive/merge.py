@@ -23,7 +23,7 @@ from typing import Any
 
 from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
-from lake_orchestration.hudi.services.archive.archiver import CrashHook, _no_crash, write_archive_file
+from lake_orchestration.hudi.services.archive.executor import CrashHook, _no_crash, write_archive_file
 from lake_orchestration.hudi.table.archived_timeline import (
     MERGE_ARCHIVE_PLAN_NAME,
     ArchiveFile,
