@@ -38,7 +38,7 @@ clean, archive = defs.resolve_job_def("trips__clean"), defs.resolve_job_def("tri
 
 assert clean.execute_in_process().success      # dry run: logs what it would delete, changes nothing
 for job in (clean, archive):                    # for real: run config dry_run=false (or clean_dry_run=False)
-    op = "trips__clean_op" if job is clean else "trips__archive_op"
+    op = "trips__clean_plan_op" if job is clean else "trips__archive_op"
     assert job.execute_in_process(run_config={"ops": {op: {"config": {"dry_run": False}}}}).success
 # --8<-- [end:jobs]
 

@@ -8,6 +8,7 @@ plan and commits it, so a backfill over the partitions runs every pending plan, 
 is a no-op).
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -87,43 +88,109 @@ def compaction_metadata(result: Any) -> dict[str, dg.MetadataValue]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExecutedPlan:
+    """What the ``execute_plan`` op hands to the ``commit`` op of one compaction partition (pickled by the IO
+    manager, so a retried or re-executed commit op reads it without executing the plan again)."""
+
+    instant: str
+    """The compaction instant (the partition key)."""
+    execution: Any = None
+    """The ``CompactionExecution`` (write stats of the new base files) to commit; None: nothing to commit."""
+    already_committed: bool = False
+    """The plan was committed before this run."""
+    skipped: str = ""
+    """Why the plan was not executed (another process executes it), or empty."""
+
+
+def execution_metadata(execution: Any) -> dict[str, dg.MetadataValue]:
+    """The ``execute_plan`` op's output metadata (a ``CompactionExecution``): counts as ints, seconds as a float."""
+    return {
+        "instant": dg.MetadataValue.text(str(execution.instant)),
+        "operations": dg.MetadataValue.int(execution.operations),
+        "rows_written": dg.MetadataValue.int(execution.rows_written),
+        "bytes_written": dg.MetadataValue.int(execution.bytes_written),
+        "log_records_merged": dg.MetadataValue.int(execution.log_records),
+        "seconds": dg.MetadataValue.float(round(execution.seconds, 3)),
+        "rolled_back_attempt": dg.MetadataValue.text(execution.rolled_back_attempt or ""),
+    }
+
+
 def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
-    """``hudi/<t>/compaction``: materializing partition ``<instant>`` executes and commits that plan."""
+    """``hudi/<t>/compaction``: materializing partition ``<instant>`` runs the graph ``execute_plan`` -> ``commit``.
+
+    ``execute_plan`` (on the ``pyspark`` resource when the table's engine is ``spark``) claims the plan (requested
+    -> inflight, rolling a crashed attempt back first) and writes the new base files; its output is the typed write
+    stats. ``commit`` writes only ``<instant>.commit`` from them. Each op has the table's retry policy: a failed
+    commit is retried alone (the plan is not executed again), and a committed plan makes both a no-op.
+    """
     from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.model.instant import Action
-    from lake_orchestration.hudi.services.compaction import CompactionConfig, execute_compaction
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, commit_execution, execute_plan
 
-    @dg.asset(
-        key=translator.get_compaction_asset_key(cfg),
-        group_name=translator.get_group_name(cfg),
-        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
-        partitions_def=compaction_partitions(cfg, translator),
-        deps=[translator.get_asset_key(cfg)],
-        description=f"Compaction plans of {cfg.name}: one partition per compaction instant",
+    pool = translator.get_pool(cfg)
+    tags = translator.get_tags(cfg, "compaction")
+
+    def compaction_config() -> Any:
+        return CompactionConfig.from_options(cfg.service_options("compaction"))
+
+    @dg.op(
+        name=translator.get_op_name(cfg, "compaction_execute_plan"),
+        ins={"table": dg.In(dg.Nothing)},
         retry_policy=cfg.retry_policy(),
-        pool=translator.get_pool(cfg),
+        pool=pool,
+        tags=tags,
         required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
+        description=f"Execute-plan: write the new base files of a compaction plan of {cfg.name}",
     )
-    def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def execute_plan_op(context: dg.OpExecutionContext) -> ExecutedPlan:
         instant = context.partition_key
         with hudi_step(cfg, instant=instant) as step:
             table = step.open_table()
             done = table.timeline.get(instant, Action.COMMIT)
             if done is not None and done.is_completed:
                 context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
-                return dg.MaterializeResult(metadata={"instant": instant, "already_committed": True})
+                return ExecutedPlan(instant=instant, already_committed=True)
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             try:
-                r = execute_compaction(
-                    table,
-                    instant,
-                    config=CompactionConfig.from_options(cfg.service_options("compaction")),
-                    engine=spark_engine(spark),
-                )
+                execution = execute_plan(table, instant, config=compaction_config(), engine=spark_engine(spark))
             except InstantInProgressError as err:
                 # another process (a second deployment, the CLI) executes this plan and will commit it
                 context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {err.detail}")
-                return dg.MaterializeResult(metadata={"instant": instant, "skipped": err.detail})
-        return dg.MaterializeResult(metadata=compaction_metadata(r))
+                return ExecutedPlan(instant=instant, skipped=err.detail)
+        context.add_output_metadata(execution_metadata(execution))
+        return ExecutedPlan(instant=instant, execution=execution)
+
+    @dg.op(
+        name=translator.get_op_name(cfg, "compaction_commit"),
+        retry_policy=cfg.retry_policy(),
+        pool=pool,
+        tags=tags,
+        description=f"Commit: write <instant>.commit of an executed compaction plan of {cfg.name}",
+    )
+    def commit_op(context: dg.OpExecutionContext, executed: ExecutedPlan) -> dg.Output[None]:
+        instant = executed.instant
+        if executed.execution is None:
+            md: dict[str, Any] = {"instant": instant}
+            md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
+            return dg.Output(None, metadata=md)
+        with hudi_step(cfg, instant=instant) as step:
+            result = commit_execution(step.open_table(), executed.execution, config=compaction_config())
+        if result.already_committed:
+            context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
+        return dg.Output(None, metadata=compaction_metadata(result))
+
+    key = translator.get_compaction_asset_key(cfg)
+
+    @dg.graph_asset(
+        key=key,
+        group_name=translator.get_group_name(cfg),
+        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
+        partitions_def=compaction_partitions(cfg, translator),
+        ins={"table": dg.AssetIn(key=translator.get_asset_key(cfg), dagster_type=dg.Nothing)},
+        description=f"Compaction plans of {cfg.name}: one partition per compaction instant",
+    )
+    def _asset(table: None) -> Any:
+        return commit_op(execute_plan_op(table))
 
     return _asset

@@ -14,6 +14,7 @@ Clean and archive are destructive, so both run as a **dry run** unless the table
 each step resumes from the timeline, so a retry is safe.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -81,6 +82,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
 def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
     from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig as HudiRollbackConfig
 
     @dg.op(
         name=translator.get_op_name(cfg, "rollback"),
@@ -91,12 +93,13 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
         with hudi_step(cfg, instant=config.instant_time) as step:
             table = step.open_table()
-            options = cfg.service_options()  # hoodie.metadata.enable=false among them lets a metadata table go
+            # hoodie.metadata.enable=false among the options lets a metadata table go
+            rollback = HudiRollbackConfig.from_options(cfg.service_options())
             if config.instant_time:
                 done = [
                     (
                         config.instant_time,
-                        rollback_write(table, config.instant_time, dry_run=config.dry_run, options=options),
+                        rollback_write(table, config.instant_time, dry_run=config.dry_run, config=rollback),
                     )
                 ]
             else:
@@ -108,7 +111,7 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
                         tolerable_misses=cfg.heartbeat_tolerable_misses,
                         timeout_s=cfg.inflight_timeout_seconds,
                         dry_run=config.dry_run,
-                        options=options,
+                        config=rollback,
                     )
                 ]
         for inst, r in done:
@@ -122,51 +125,196 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
     return job
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlannedClean:
+    """What the clean plan op hands to the execute op: the clean instants to execute and the files they delete."""
+
+    dry_run: bool
+    """Nothing is written (the plan op wrote no ``.clean.requested``; execute and commit do nothing)."""
+    files_by_instant: dict[str, dict[str, list[str]]]
+    """Clean instant (``(new)`` on a dry run) -> partition -> file names its plan deletes; pending cleans first."""
+    earliest_commit_to_retain: str | None
+    """ECTR of the new plan (None: no new plan)."""
+    policy: str
+    """``hoodie.cleaner.policy``."""
+    reason: str
+    """Why no new clean was planned (empty when one was)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutedClean:
+    """What the clean execute op hands to the commit op (pickled: a retried commit op does not delete again)."""
+
+    planned: PlannedClean
+    """The plan op's output."""
+    executions: tuple[Any, ...]
+    """One ``CleanExecution`` (the metadata to commit and the attempt's token) per executed clean."""
+    skipped: tuple[str, ...] = ()
+    """Cleans another process is executing (left to it)."""
+
+
 def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
-    """``<t>__clean``."""
+    """``<t>__clean``: ``plan`` -> ``execute`` -> ``commit``.
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "clean"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
-        tags=translator.get_tags(cfg, "clean"),
+    ``plan`` resumes the pending cleans (a failed clean is finished, not undone) or, when there is none, schedules a
+    new one (``.clean.requested``) if Hudi's trigger fires; ``execute`` deletes the planned files (on the ``pyspark``
+    resource when the table's engine is ``spark``) and leaves each clean inflight; ``commit`` writes the completed
+    ``.clean`` of each, then removes abandoned temp files. A dry run plans without writing and deletes nothing.
+    """
+    from lake_orchestration.errors import InstantInProgressError
+    from lake_orchestration.hudi.services.clean import (
+        CleanConfig,
+        commit_clean,
+        execute_clean_plan,
+        pending_cleans,
+        read_plan,
+        schedule_clean,
     )
-    def clean_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> None:
-        from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
+    from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 
+    pool = translator.get_pool(cfg)
+    tags = translator.get_tags(cfg, "clean")
+
+    def clean_config() -> Any:
+        return CleanConfig.from_options(cfg.service_options("clean"))
+
+    @dg.op(name=translator.get_op_name(cfg, "clean_plan"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
+    def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> PlannedClean:
         dry = _dry(config, cfg.clean_dry_run)
-        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" and not dry else None
         with hudi_step(cfg) as step:
-            clean = CleanConfig.from_options(cfg.service_options("clean"))
-            res = run_clean(step.open_table(), clean, dry_run=dry, engine=spark_engine(spark))
-        what = "would delete" if dry else "deleted"
-        context.log.info(
-            f"{cfg.name}: clean {list(res.instants) or 'none'} {what} "
-            f"{res.file_count if dry else res.deleted} file(s); {res.reason}"
+            clean = clean_config()
+            table = step.open_table()
+            _ = table.refresh().timeline  # one listing for the metadata-table check and the pending cleans
+            table.ensure_metadata_table_handled(clean.metadata_options(), service="clean", dry_run=dry)
+            files: dict[str, dict[str, list[str]]] = {}
+            for pending in pending_cleans(table, dry_run=dry, refresh=False):
+                plan = read_plan(table, str(pending.time))
+                files[str(pending.time)] = {
+                    p: [(i.file_path or "").rsplit("/", 1)[-1] for i in infos]
+                    for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
+                }
+            ectr: str | None = None
+            if files:
+                reason = f"finishing {len(files)} pending clean(s); the next run plans a new one"
+            else:
+                inst, planning, reason = schedule_clean(table, clean, dry_run=dry)
+                if planning is not None and planning.file_count:
+                    files[str(inst.time) if inst is not None else "(new)"] = {
+                        p: [f.rsplit("/", 1)[-1] for f in v] for p, v in planning.files.items()
+                    }
+                if planning is not None and planning.earliest_commit_to_retain is not None:
+                    ectr = str(planning.earliest_commit_to_retain.time)
+        planned = PlannedClean(
+            dry_run=dry,
+            files_by_instant=files,
+            earliest_commit_to_retain=ectr,
+            policy=clean.policy.value,
+            reason=reason,
         )
         context.add_output_metadata(
             {
                 "dry_run": dry,
-                "instants": list(res.instants),
-                "earliest_commit_to_retain": res.earliest_commit_to_retain or "",
-                "policy": res.policy,
-                "files_planned": dg.MetadataValue.int(res.file_count),
-                "files_deleted": dg.MetadataValue.int(res.deleted),
-                "files_failed": dg.MetadataValue.int(res.failed),
-                "partitions": dg.MetadataValue.int(len(res.files)),
-                "reason": res.reason,
-                "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(res.files.items())[:50]}),
+                "instants": list(files),
+                "files_planned": dg.MetadataValue.int(sum(len(v) for f in files.values() for v in f.values())),
+                "reason": reason,
+            }
+        )
+        return planned
+
+    @dg.op(
+        name=translator.get_op_name(cfg, "clean_execute"),
+        pool=pool,
+        retry_policy=cfg.retry_policy(),
+        tags=tags,
+        required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
+    )
+    def execute_op(context: dg.OpExecutionContext, planned: PlannedClean) -> ExecutedClean:
+        if planned.dry_run or not planned.files_by_instant:
+            return ExecutedClean(planned=planned, executions=())
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        executions, skipped = [], []
+        with hudi_step(cfg) as step:
+            clean = clean_config()
+            table = step.open_table()
+            for instant in planned.files_by_instant:
+                step.instant = instant
+                try:
+                    executions.append(
+                        execute_clean_plan(
+                            table,
+                            instant,
+                            engine=spark_engine(spark),
+                            parallelism=clean.parallelism,
+                            lock=clean.lock,
+                            heartbeat=(clean.heartbeat.interval_ms, clean.heartbeat.tolerable_misses),
+                        )
+                    )
+                except InstantInProgressError as err:  # another process executes this clean: leave it to it
+                    context.log.warning(f"Skipping clean {instant} of {cfg.name}: {err.detail}")
+                    skipped.append(instant)
+        context.add_output_metadata(
+            {
+                "instants": [e.instant for e in executions],
+                "files_deleted": dg.MetadataValue.int(sum(e.metadata.total_files_deleted for e in executions)),
+                "skipped": skipped,
+            }
+        )
+        return ExecutedClean(planned=planned, executions=tuple(executions), skipped=tuple(skipped))
+
+    @dg.op(name=translator.get_op_name(cfg, "clean_commit"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
+    def commit_op(context: dg.OpExecutionContext, executed: ExecutedClean) -> None:
+        planned = executed.planned
+        dry = planned.dry_run
+        deleted = failed = 0
+        temp_files: list[str] = []
+        with hudi_step(cfg) as step:
+            clean = clean_config()
+            table = step.open_table()
+            for execution in executed.executions:
+                step.instant = execution.instant
+                md = commit_clean(table, execution, lock=clean.lock)
+                deleted += md.total_files_deleted
+                failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+            step.instant = None
+            temp_files = remove_stale_temp_files(
+                table,
+                older_than_ms=temp_file_expiry_ms(heartbeat=clean.heartbeat, lock=clean.lock),
+                lock=clean.lock,
+                dry_run=dry,
+            )
+        instants = [i for i in planned.files_by_instant if i not in executed.skipped]
+        files: dict[str, list[str]] = {}
+        for i in instants:
+            for p, names in planned.files_by_instant[i].items():
+                files.setdefault(p, []).extend(names)
+        planned_count = sum(len(v) for v in files.values())
+        context.log.info(
+            f"{cfg.name}: clean {instants or 'none'} {'would delete' if dry else 'deleted'} "
+            f"{planned_count if dry else deleted} file(s); {planned.reason}"
+        )
+        context.add_output_metadata(
+            {
+                "dry_run": dry,
+                "instants": instants,
+                "earliest_commit_to_retain": planned.earliest_commit_to_retain or "",
+                "policy": planned.policy,
+                "files_planned": dg.MetadataValue.int(planned_count),
+                "files_deleted": dg.MetadataValue.int(deleted),
+                "files_failed": dg.MetadataValue.int(failed),
+                "partitions": dg.MetadataValue.int(len(files)),
+                "temp_files_removed": dg.MetadataValue.int(len(temp_files)),
+                "reason": planned.reason,
+                "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(files.items())[:50]}),
             }
         )
 
     @dg.job(
         name=translator.get_job_name(cfg, "clean"),
         tags={"hudi/table": cfg.name},
-        description=f"Clean table {cfg.name}",
+        description=f"Clean table {cfg.name}: plan, execute (delete), commit",
     )
     def job() -> None:
-        clean_op()
+        commit_op(execute_op(plan_op()))
 
     return job
 

@@ -33,7 +33,6 @@ HudiStep = Literal[
     "schedule_compaction",
     "compaction_execute_plan",
     "compaction_commit",
-    "clean",
     "clean_plan",
     "clean_execute",
     "clean_commit",

@@ -158,7 +158,7 @@ def run_demo(
 
     # clean first, then archive (archival keeps what the cleaner's earliest commit to retain still needs)
     r = defs.resolve_job_def(tr.get_job_name(cfg, "clean")).execute_in_process(instance=instance, run_config=_QUIET)
-    md = _op_md(r, tr.get_op_name(cfg, "clean"))
+    md = _op_md(r, tr.get_op_name(cfg, "clean_commit"))
     out.files_cleaned = md["files_deleted"]
     echo(
         f"  clean    {', '.join(md['instants']) or '-'}: {md['files_deleted']} old file(s) deleted "

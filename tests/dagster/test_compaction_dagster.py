@@ -190,3 +190,57 @@ def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(
     assert tl.get(str(dead.time)) is None and tl.get(str(live.time)) is not None
     assert tl.completed().with_actions(Action.ROLLBACK)
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_compaction_partition_failed_commit_retries_commit_alone_plan_executed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partition is a graph: execute_plan -> commit. The store drops the first write of ``<instant>.commit``
+    (an ambiguous failure: CommitStateUnknownError); the commit op is retried by the table's retry policy from the
+    write stats execute_plan handed it, and the plan is executed exactly once (one STEP_START, one new base file per
+    operation)."""
+    from lake_orchestration.errors import StorageError
+    from lake_orchestration.hudi.model.instant import Instant
+
+    path, plans = _three_plans(tmp_path)
+    instant = plans[0]
+    before = hudi_rs_snapshot(path)
+    defs, _ = _defs(path, retry_max_retries=2, retry_delay_seconds=0)
+    real = HudiTable.transition_to_completed
+    commits: list[str] = []
+
+    def drop_first_commit(self: HudiTable, inflight: Instant, content: bytes) -> Instant:
+        commits.append(str(inflight.time))
+        if len(commits) == 1:
+            raise StorageError("injected: the store dropped the write", path=self.instant_path(inflight))
+        return real(self, inflight, content)
+
+    monkeypatch.setattr(HudiTable, "transition_to_completed", drop_first_commit)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("t__compaction_instants", plans)
+        result = defs.resolve_job_def("t__compaction").execute_in_process(instance=instance, partition_key=instant)
+    assert result.success
+    execute_step = "hudi__t__compaction.t__compaction_execute_plan_op"
+    commit_step = "hudi__t__compaction.t__compaction_commit_op"
+
+    def events(step: str, kind: str) -> int:
+        return sum(1 for e in result.all_events if e.step_key == step and e.event_type_value == kind)
+
+    assert events(execute_step, "STEP_START") == 1 and events(execute_step, "STEP_SUCCESS") == 1
+    assert events(commit_step, "STEP_UP_FOR_RETRY") == 1 and events(commit_step, "STEP_SUCCESS") == 1
+    (retry,) = [e for e in result.all_events if e.step_key == commit_step and e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert "CommitStateUnknownError" in str(retry.event_specific_data.error)  # type: ignore[union-attr]
+    assert commits == [instant, instant]
+    (mat,) = result.asset_materializations_for_node("hudi__t__compaction")
+    assert mat.metadata["instant"].value == instant and mat.metadata["operations"].value == 1
+    assert isinstance(mat.metadata["rows_written"], dg.IntMetadataValue)
+    assert isinstance(mat.metadata["seconds"], dg.FloatMetadataValue)
+    # one execution: one new base file of the instant, named in the completed commit
+    new_files = sorted(p.name for p in path.rglob(f"*_{instant}.parquet"))
+    t = HudiTable(str(path))
+    done = t.timeline.get(instant)
+    assert done is not None and done.is_completed
+    assert new_files == sorted(s.path.rsplit("/", 1)[-1] for s in t.commit_metadata(done).write_stats())
+    assert len(new_files) == 1
+    assert not (path / ".hoodie" / ".temp" / instant).exists()  # markers removed by the commit
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)

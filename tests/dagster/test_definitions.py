@@ -153,7 +153,10 @@ def test_definitions_retry_policies_on_every_service_step(tmp_path: Path) -> Non
     cfg = HudiTableConfig(name="t", base_path=str(tmp_path / "t"), retry_max_retries=3, retry_delay_seconds=5)
     defs = build_hudi_definitions(tables=[cfg])
     expected = dg.RetryPolicy(max_retries=3, delay=5, backoff=dg.Backoff.EXPONENTIAL)
-    assert defs.resolve_assets_def(dg.AssetKey(["hudi", "t", "compaction"])).op.retry_policy == expected
+    compaction = defs.resolve_assets_def(dg.AssetKey(["hudi", "t", "compaction"])).node_def
+    # the graph's ops: execute_plan, then commit, each with the policy (a failed commit is retried alone)
+    assert [n.name for n in compaction.node_defs] == ["t__compaction_execute_plan_op", "t__compaction_commit_op"]
+    assert all(n.retry_policy == expected for n in compaction.node_defs)
     for job, op in (("t__schedule_compaction", "t__schedule_compaction_op"), ("t__rollback", "t__rollback_op")):
         assert defs.resolve_job_def(job).graph.node_named(op).definition.retry_policy == expected
 

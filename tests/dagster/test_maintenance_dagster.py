@@ -94,7 +94,7 @@ def test_clean_and_archive_jobs_are_dry_runs_by_default(tmp_path: Path) -> None:
     listing = _listing(path)
     clean = defs.resolve_job_def("t__clean").execute_in_process()
     assert clean.success
-    meta = _output_metadata(clean, "t__clean_op")
+    meta = _output_metadata(clean, "t__clean_commit_op")
     assert meta["dry_run"] is True and meta["files_planned"] > 0 and meta["files_deleted"] == 0
     archive = defs.resolve_job_def("t__archive").execute_in_process()
     assert archive.success
@@ -114,7 +114,7 @@ def test_clean_then_archive_jobs_keep_the_snapshot(tmp_path: Path) -> None:
     n_before = len(HudiTable(str(path)).timeline.completed_commits())
     clean = defs.resolve_job_def("t__clean").execute_in_process()
     assert clean.success
-    assert _output_metadata(clean, "t__clean_op")["files_deleted"] > 0
+    assert _output_metadata(clean, "t__clean_commit_op")["files_deleted"] > 0
     assert HudiTable(str(path)).timeline.completed().with_actions(Action.CLEAN)
     archive = defs.resolve_job_def("t__archive").execute_in_process()
     assert archive.success
