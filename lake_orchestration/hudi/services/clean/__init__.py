@@ -7,7 +7,11 @@
 
 from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
-from lake_orchestration.hudi.services.clean.executor import CleanExecution, execute_clean_plan
+from lake_orchestration.hudi.services.clean.executor import (
+    CleanExecution,
+    execute_clean_plan,
+    execute_clean_plan_beating,
+)
 from lake_orchestration.hudi.services.clean.planner import (
     CleanPlanning,
     earliest_commit_to_retain,
@@ -29,6 +33,7 @@ __all__ = [
     "earliest_commit_to_retain",
     "execute_clean",
     "execute_clean_plan",
+    "execute_clean_plan_beating",
     "pending_cleans",
     "plan_clean",
     "read_plan",

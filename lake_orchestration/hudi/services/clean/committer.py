@@ -17,8 +17,13 @@ from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 
-def commit_clean(table: HudiTable, execution: CleanExecution, *, lock: LockConfig | None = None) -> CleanMetadata:
+def commit_clean(
+    table: HudiTable, execution: CleanExecution, *, lock: LockConfig | None = None, heartbeat: Heartbeat | None = None
+) -> CleanMetadata:
     """Write the completed ``<ts>.clean`` of an executed clean; returns its metadata.
+
+    ``heartbeat``: the attempt's heartbeat, still beating (from
+    :func:`~lake_orchestration.hudi.services.clean.executor.execute_clean_plan_beating`); it is stopped here.
 
     The heartbeat of the clean must still hold the executing attempt's token: if another run judged the attempt
     dead and took the clean over, this one does not commit. The heartbeat is deleted after the commit (and when the
@@ -29,11 +34,11 @@ def commit_clean(table: HudiTable, execution: CleanExecution, *, lock: LockConfi
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     instant = execution.instant
-    # the executing attempt's heartbeat, as a handle that is not beating: only checked and deleted here
-    beat = Heartbeat(table.storage, instant, content=execution.attempt)
+    # without the beating heartbeat: a handle on the attempt's heartbeat file, only checked and deleted here
+    beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
     try:
         with table_lock(table, operation=f"clean commit {instant}", config=lock):
-            if not beat.is_ours():
+            if beat.lost or not beat.is_ours():
                 raise InvalidInstantStateError(
                     table.base_uri,
                     instant,

@@ -185,14 +185,45 @@ def execute_clean_plan(
     """Execute the pending clean ``instant_time``: delete its planned files; the instant is left inflight for
     :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`.
 
+    The heartbeat is no longer refreshed once this returns (the commit checks it is still this attempt's, then
+    deletes it); :func:`execute_clean_plan_beating` keeps it beating for a commit in the same process.
+
+    Raises:
+        As :func:`execute_clean_plan_beating`.
+    """
+    execution, beat = execute_clean_plan_beating(
+        table,
+        instant_time,
+        engine=engine,
+        parallelism=parallelism,
+        lock=lock,
+        heartbeat=heartbeat,
+        refresh=refresh,
+    )
+    beat.stop(delete=False)
+    return execution
+
+
+def execute_clean_plan_beating(
+    table: HudiTable,
+    instant_time: str,
+    *,
+    engine: Engine | None = None,
+    parallelism: int = 200,
+    lock: LockConfig | None = None,
+    heartbeat: tuple[int, int] = (60_000, 2),
+    refresh: bool = True,
+) -> tuple[CleanExecution, Heartbeat]:
+    """:func:`execute_clean_plan`, its heartbeat still beating: the caller commits (passing it to
+    :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`, which stops it).
+
     The deletes run without the table lock; the decision to execute (with the requested -> inflight transition) holds
     it (``lock``). From that decision the clean keeps a heartbeat ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` =
     ``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)``) holding a token of this
     attempt, so a second run of the same pending clean refuses while it is fresh instead of executing it twice at
-    once. On success the heartbeat file stays (no longer refreshed) for the commit to check; on failure it is
-    deleted, so a retry may start at once (deletes are idempotent). ``refresh=False`` keeps the timeline the table
-    holds (a caller that has just listed it): the checks before the lock read it, and everything is checked again on
-    a fresh listing under the lock.
+    once. On failure it is deleted, so a retry may start at once (deletes are idempotent). ``refresh=False`` keeps
+    the timeline the table holds (a caller that has just listed it): the checks before the lock read it, and
+    everything is checked again on a fresh listing under the lock.
 
     Raises:
         InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
@@ -240,5 +271,4 @@ def execute_clean_plan(
     except BaseException:
         beat.stop(delete=True)  # deletes are idempotent: a retry may start at once
         raise
-    beat.stop(delete=False)  # the commit checks it is still this attempt's, then deletes it
-    return CleanExecution(instant=str(cur.time), metadata=md, attempt=token)
+    return CleanExecution(instant=str(cur.time), metadata=md, attempt=token), beat

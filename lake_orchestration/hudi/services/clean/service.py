@@ -19,7 +19,7 @@ from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.avro import CleanMetadata
 from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
-from lake_orchestration.hudi.services.clean.executor import execute_clean_plan
+from lake_orchestration.hudi.services.clean.executor import execute_clean_plan_beating
 from lake_orchestration.hudi.services.clean.planner import read_plan, schedule_clean
 from lake_orchestration.hudi.services.clean.rollback import pending_cleans
 from lake_orchestration.hudi.table import HudiTable
@@ -87,7 +87,7 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    execution = execute_clean_plan(
+    execution, beat = execute_clean_plan_beating(
         table,
         instant_time,
         engine=engine,
@@ -96,7 +96,7 @@ def execute_clean(
         heartbeat=heartbeat,
         refresh=refresh,
     )
-    return commit_clean(table, execution, lock=lock)
+    return commit_clean(table, execution, lock=lock, heartbeat=beat)
 
 
 def _names(files: Mapping[str, list[str]]) -> dict[str, list[str]]:
