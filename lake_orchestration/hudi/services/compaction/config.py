@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.config.options import check_minimums, option, parse_int_option, parse_options
+from lake_orchestration.config.options import HeartbeatConfig, check_minimums, option, parse_int_option, parse_options
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.lock import LockConfig
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig
 
@@ -119,6 +120,14 @@ class CompactionConfig:
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
         return {HoodieKey.METADATA_ENABLE.key: "true" if self.metadata_enable else "false"}
+
+    def rollback_config(self) -> RollbackConfig:
+        """The settings of the rollback of a failed (log) compaction attempt: the same lock file and lock settings
+        as its caller (the nested lock is reentrant), the same heartbeats and ``hoodie.metadata.enable``."""
+        heartbeat = HeartbeatConfig(
+            interval_ms=self.heartbeat_interval_ms, tolerable_misses=self.heartbeat_tolerable_misses
+        )
+        return RollbackConfig(lock=self.lock, heartbeat=heartbeat, metadata_enable=self.metadata_enable)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> CompactionConfig:

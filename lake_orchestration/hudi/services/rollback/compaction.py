@@ -19,10 +19,8 @@ Paths in the rollback plan and metadata have the forms Java writes (see :mod:`la
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from contextlib import nullcontext
 
-from lake_orchestration.config.options import heartbeat_options
 from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.log.log_format import iter_blocks
 from lake_orchestration.hudi.model.avro import (
@@ -34,11 +32,12 @@ from lake_orchestration.hudi.model.avro import (
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.committer import rollback_metadata
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.planner import pending_rollback_of
 from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan
 from lake_orchestration.hudi.table.heartbeat import attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import MARKERS_DIR
 from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
@@ -126,7 +125,7 @@ def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.C
 
 
 def rollback_inflight_compaction(
-    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> Instant | None:
     """Roll back the inflight attempt of compaction ``instant``; returns the completed rollback instant.
 
@@ -134,25 +133,24 @@ def rollback_inflight_compaction(
         table: the table.
         instant: the compaction instant whose ``.compaction.inflight`` exists.
         dry_run: only report (returns None, writes and deletes nothing).
-        options: ``hoodie.metadata.enable=false`` lets a table with a metadata table be rolled back (it is deleted
-            first; see :meth:`HudiTable.ensure_metadata_table_handled`).
+        config: the table lock, the heartbeats; ``metadata_enable=False`` (``hoodie.metadata.enable=false``) lets a
+            table with a metadata table be rolled back (it is deleted first; see
+            :meth:`HudiTable.ensure_metadata_table_handled`). Default: Hudi's.
 
     Raises:
         InvalidInstantStateError: the compaction is not inflight.
-        InstantInProgressError: its heartbeat is fresh (``hoodie.client.heartbeat.*`` in ``options``): another
-            process is executing it.
+        InstantInProgressError: its heartbeat is fresh (``config.heartbeat``): another process is executing it.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
-        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
+        TableLockedError: another process holds the table lock (``config.lock``).
     """
-    interval_ms, misses = heartbeat_options(options)
+    cfg = config or RollbackConfig()
+    hb = cfg.heartbeat
     # the liveness check and the rollback hold the lock together: no attempt can start in between
     with (
-        nullcontext()
-        if dry_run
-        else table_lock(table, operation=f"rollback of compaction {instant}", config=LockConfig.from_options(options))
+        nullcontext() if dry_run else table_lock(table, operation=f"rollback of compaction {instant}", config=cfg.lock)
     ):
-        _refuse_live_attempt(table, instant, "compaction", interval_ms=interval_ms, misses=misses)
-        return _rollback_inflight_plan(table, instant, Action.COMPACTION, dry_run=dry_run, options=options)
+        _refuse_live_attempt(table, instant, "compaction", interval_ms=hb.interval_ms, misses=hb.tolerable_misses)
+        return _rollback_inflight_plan(table, instant, Action.COMPACTION, dry_run=dry_run, cfg=cfg)
 
 
 def rollback_inflight_log_compaction(
@@ -160,15 +158,15 @@ def rollback_inflight_log_compaction(
     instant: str,
     *,
     dry_run: bool = False,
-    options: Mapping[str, str] | None = None,
+    config: RollbackConfig | None = None,
     check_liveness: bool = True,
 ) -> Instant | None:
     """Roll back the inflight attempt of log compaction ``instant`` (delete the log files it wrote, revert the plan
     to requested); returns the completed rollback instant.
 
     Args:
-        options: as :func:`rollback_inflight_compaction`.
-        check_liveness: refuse an attempt whose heartbeat is fresh (``hoodie.client.heartbeat.*`` in ``options``);
+        config: as :func:`rollback_inflight_compaction`.
+        check_liveness: refuse an attempt whose heartbeat is fresh (``config.heartbeat``);
             ``False`` only for a caller that judged it under the table lock it holds.
 
     Raises:
@@ -176,17 +174,23 @@ def rollback_inflight_log_compaction(
         InstantInProgressError: its heartbeat is fresh: another process is executing it.
         PlanError: a log file of the plan's file groups mixes the attempt's blocks with others (nothing deleted).
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
-        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
+        TableLockedError: another process holds the table lock (``config.lock``).
     """
-    interval_ms, misses = heartbeat_options(options)
+    cfg = config or RollbackConfig()
+    hb = cfg.heartbeat
     what = f"rollback of logcompaction {instant}"
-    with nullcontext() if dry_run else table_lock(table, operation=what, config=LockConfig.from_options(options)):
+    with nullcontext() if dry_run else table_lock(table, operation=what, config=cfg.lock):
         if check_liveness:
             inflight = table.instant_path(Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT))
             _refuse_live_attempt(
-                table, instant, "log compaction", interval_ms=interval_ms, misses=misses, inflight_path=inflight
+                table,
+                instant,
+                "log compaction",
+                interval_ms=hb.interval_ms,
+                misses=hb.tolerable_misses,
+                inflight_path=inflight,
             )
-        return _rollback_inflight_plan(table, instant, Action.LOG_COMPACTION, dry_run=dry_run, options=options)
+        return _rollback_inflight_plan(table, instant, Action.LOG_COMPACTION, dry_run=dry_run, cfg=cfg)
 
 
 def _refuse_live_attempt(
@@ -207,17 +211,16 @@ def _refuse_live_attempt(
 
 
 def _rollback_inflight_plan(
-    table: HudiTable, instant: str, action: Action, *, dry_run: bool, options: Mapping[str, str] | None
+    table: HudiTable, instant: str, action: Action, *, dry_run: bool, cfg: RollbackConfig
 ) -> Instant | None:
-    # The whole rollback (short) holds the table lock (``hoodie.write.lock.*`` in ``options``; TableLockedError).
-    lock = LockConfig.from_options(options)
+    # The whole rollback (short) holds the table lock (``cfg.lock``; TableLockedError).
     what = f"rollback of {action.value} {instant}"
-    with nullcontext() if dry_run else table_lock(table, operation=what, config=lock):
-        return _rollback_inflight_plan_locked(table, instant, action, dry_run=dry_run, options=options)
+    with nullcontext() if dry_run else table_lock(table, operation=what, config=cfg.lock):
+        return _rollback_inflight_plan_locked(table, instant, action, dry_run=dry_run, cfg=cfg)
 
 
 def _rollback_inflight_plan_locked(
-    table: HudiTable, instant: str, action: Action, *, dry_run: bool, options: Mapping[str, str] | None
+    table: HudiTable, instant: str, action: Action, *, dry_run: bool, cfg: RollbackConfig
 ) -> Instant | None:
     table.refresh()
     tl = table.timeline
@@ -226,7 +229,7 @@ def _rollback_inflight_plan_locked(
         raise InvalidInstantStateError(
             table.base_uri, instant, f"is not an inflight {action.value}; nothing to roll back"
         )
-    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="rollback", dry_run=dry_run)
     files = files_to_roll_back(table, instant, action)
     if dry_run:
         return None

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +25,9 @@ from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, In
 from lake_orchestration.hudi.model.avro import RollbackPlan
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import table_lock
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,10 +71,10 @@ def read_rollback_plan(table: HudiTable, pending: Instant) -> RollbackPlan:
 
 
 def remove_unreadable_rollback(
-    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> list[str]:
     """Remove the timeline files of the pending rollback ``instant`` whose plan does not decode; returns their paths.
-    Under the table lock (``hoodie.write.lock.*`` in ``options``), except on a dry run.
+    Under the table lock (``config.lock``; default: Hudi's), except on a dry run.
 
     Raises:
         InvalidInstantStateError: ``instant`` is not a pending rollback, or its plan reads fine (then it is resumed
@@ -85,7 +85,7 @@ def remove_unreadable_rollback(
         nullcontext()
         if dry_run
         else table_lock(
-            table, operation=f"removal of pending rollback {instant}", config=LockConfig.from_options(options)
+            table, operation=f"removal of pending rollback {instant}", config=(config or RollbackConfig()).lock
         )
     )
     with lock:

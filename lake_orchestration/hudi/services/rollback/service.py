@@ -11,7 +11,6 @@ removed by :func:`~lake_orchestration.hudi.services.rollback.repair.remove_unrea
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback import compaction as compaction_rollback
 from lake_orchestration.hudi.services.rollback.committer import commit_rollback
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.executor import execute_rollback
 from lake_orchestration.hudi.services.rollback.planner import (
     WRITE_ACTIONS,
@@ -31,7 +31,7 @@ from lake_orchestration.hudi.services.rollback.planner import (
     storage_paths,
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import table_lock
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,27 +85,26 @@ class RollbackResult:
 
 
 def rollback_write(
-    table: HudiTable, instant: str, *, dry_run: bool = False, options: Mapping[str, str] | None = None
+    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> RollbackPlan | Instant:
     """Roll back the pending write ``instant`` (a compaction instant is delegated to its own rollback).
 
-    Returns the plan on a dry run, else the completed rollback instant. ``options``: ``hoodie.metadata.enable=false``
+    Returns the plan on a dry run, else the completed rollback instant. ``config`` (default: Hudi's; from Hudi keys:
+    :meth:`RollbackConfig.from_options`): the table lock, the heartbeats, and ``hoodie.metadata.enable=false``, which
     lets a table with a metadata table be rolled back (the metadata table is deleted first; see
     :meth:`HudiTable.ensure_metadata_table_handled`).
 
     Raises:
         InvalidInstantStateError: the instant is completed or not a write on the timeline.
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
-        TableLockedError: another process holds the table lock (``hoodie.write.lock.*`` in ``options``).
+        TableLockedError: another process holds the table lock (``config.lock``).
     """
-    lock = LockConfig.from_options(options)
-    with nullcontext() if dry_run else table_lock(table, operation=f"rollback of {instant}", config=lock):
-        return _rollback_write(table, instant, dry_run=dry_run, options=options)
+    cfg = config or RollbackConfig()
+    with nullcontext() if dry_run else table_lock(table, operation=f"rollback of {instant}", config=cfg.lock):
+        return _rollback_write(table, instant, dry_run=dry_run, cfg=cfg)
 
 
-def _rollback_write(
-    table: HudiTable, instant: str, *, dry_run: bool, options: Mapping[str, str] | None
-) -> RollbackPlan | Instant:
+def _rollback_write(table: HudiTable, instant: str, *, dry_run: bool, cfg: RollbackConfig) -> RollbackPlan | Instant:
     tl = table.refresh().timeline
     target = tl.get(instant)
     if target is None:
@@ -116,14 +115,14 @@ def _rollback_write(
         if itr is not None and itr.action in {a.value for a in WRITE_ACTIONS}:
             target = Instant(InstantTime(instant), Action(itr.action), State.INFLIGHT)
     if target is not None and target.action is Action.COMPACTION:  # validates, then checks the metadata table
-        done = compaction_rollback.rollback_inflight_compaction(table, instant, dry_run=dry_run, options=options)
+        done = compaction_rollback.rollback_inflight_compaction(table, instant, dry_run=dry_run, config=cfg)
         return (
             done
             if done is not None
             else RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action="compaction"))
         )
     if target is not None and target.action is Action.LOG_COMPACTION:  # refused while its heartbeat is fresh
-        done = compaction_rollback.rollback_inflight_log_compaction(table, instant, dry_run=dry_run, options=options)
+        done = compaction_rollback.rollback_inflight_log_compaction(table, instant, dry_run=dry_run, config=cfg)
         return (
             done
             if done is not None
@@ -135,7 +134,7 @@ def _rollback_write(
         raise InvalidInstantStateError(
             table.base_uri, instant, "is completed: only pending (failed or stale) writes are rolled back here"
         )
-    table.ensure_metadata_table_handled(options, service="rollback", dry_run=dry_run)
+    table.ensure_metadata_table_handled(cfg.metadata_options(), service="rollback", dry_run=dry_run)
     resumed = pending_rollback_of(table, instant)  # a rollback of this write that crashed half-way
     pending_rb = resumed[0] if resumed is not None else None
     plan = resumed[1] if resumed is not None else plan_rollback(table, instant, target.action)
@@ -163,22 +162,23 @@ def _rollback_write(
 def rollback_stale_writes(
     table: HudiTable,
     *,
-    interval_ms: int = 60_000,
-    tolerable_misses: int = 2,
+    interval_ms: int | None = None,
+    tolerable_misses: int | None = None,
     timeout_s: float | None = None,
     dry_run: bool = False,
-    options: Mapping[str, str] | None = None,
+    config: RollbackConfig | None = None,
 ) -> list[tuple[StaleWrite, RollbackPlan | Instant]]:
     """Roll back every stale pending write (see :func:`stale_writes`); fresh heartbeats are left alone.
 
-    ``options`` as for :func:`rollback_write` (a table with a metadata table is refused only if it has a stale
-    write to roll back). The heartbeat checks and the rollbacks run under one hold of the table lock, so a writer
-    cannot commit an instant between the check that finds it stale and its rollback."""
-    lock = LockConfig.from_options(options)
-    with nullcontext() if dry_run else table_lock(table, operation="rollback of stale writes", config=lock):
+    ``config`` as for :func:`rollback_write` (a table with a metadata table is refused only if it has a stale
+    write to roll back); ``interval_ms`` and ``tolerable_misses`` default to its heartbeat settings. The heartbeat
+    checks and the rollbacks run under one hold of the table lock, so a writer cannot commit an instant between the
+    check that finds it stale and its rollback."""
+    cfg = config or RollbackConfig()
+    interval = cfg.heartbeat.interval_ms if interval_ms is None else interval_ms
+    misses = cfg.heartbeat.tolerable_misses if tolerable_misses is None else tolerable_misses
+    with nullcontext() if dry_run else table_lock(table, operation="rollback of stale writes", config=cfg.lock):
         return [
-            (s, rollback_write(table, str(s.instant.time), dry_run=dry_run, options=options))
-            for s in stale_writes(
-                table, interval_ms=interval_ms, tolerable_misses=tolerable_misses, timeout_s=timeout_s
-            )
+            (s, rollback_write(table, str(s.instant.time), dry_run=dry_run, config=cfg))
+            for s in stale_writes(table, interval_ms=interval, tolerable_misses=misses, timeout_s=timeout_s)
         ]
