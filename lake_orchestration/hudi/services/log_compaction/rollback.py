@@ -10,7 +10,6 @@ instant, as for a compaction attempt).
 
 from __future__ import annotations
 
-from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.hudi.model.instant import Instant
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_log_compaction
@@ -23,14 +22,5 @@ def rollback_log_compaction_attempt(
     """Roll back the crashed attempt of log compaction ``instant``; for a caller that judged it dead under the table
     lock it holds (the liveness is not checked again, the nested lock is the same). Returns the rollback instant."""
     return rollback_inflight_log_compaction(
-        table, instant, options=_options(config or CompactionConfig()), check_liveness=False
+        table, instant, config=(config or CompactionConfig()).rollback_config(), check_liveness=False
     )
-
-
-def _options(cfg: CompactionConfig) -> dict[str, str]:
-    return {
-        **cfg.lock.to_options(),  # the nested rollback locks the same file as its caller
-        **cfg.metadata_options(),
-        HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(cfg.heartbeat_interval_ms),
-        HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(cfg.heartbeat_tolerable_misses),
-    }
