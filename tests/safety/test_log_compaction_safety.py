@@ -26,6 +26,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
@@ -195,7 +196,11 @@ def test_live_attempt_is_not_rolled_back(tmp_path: Path) -> None:
             run_log_compaction(HudiTable(str(path)), instant, config=cfg)
         # nor does an explicit rollback (CLI 'rollback --instant-time') touch it
         with pytest.raises(InvalidInstantStateError, match=rf"{instant}.*being executed by another process"):
-            rollback_write(HudiTable(str(path)), instant, options={"hoodie.client.heartbeat.interval_in_ms": "5000"})
+            rollback_write(
+                HudiTable(str(path)),
+                instant,
+                config=RollbackConfig.from_options({"hoodie.client.heartbeat.interval_in_ms": "5000"}),
+            )
         # 'log-compaction run' without --instant-time skips it and says why
         from click.testing import CliRunner
 

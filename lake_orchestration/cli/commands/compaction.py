@@ -178,9 +178,12 @@ def compaction_show(path: str, out: Output) -> None:
 def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
     from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
     t = open_table(path)
-    r = rollback_inflight_compaction(t, instant_time, dry_run=dry_run, options=parse_options(options))
+    r = rollback_inflight_compaction(
+        t, instant_time, dry_run=dry_run, config=RollbackConfig.from_options(parse_options(options))
+    )
     if dry_run:
         files = [f for fs in files_to_roll_back(t, instant_time).values() for f in fs]
         click.echo(

@@ -88,18 +88,17 @@ def rollback_cmd(
     out: Output,
 ) -> None:
     """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
-    from lake_orchestration.config.options import heartbeat_options
     from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
     if bool(instant_time) == stale:
         raise ValueError("give exactly one of --instant-time T or --stale")
-    opts = parse_options(options)
-    interval, misses = heartbeat_options(opts, service="rollback")
+    cfg = RollbackConfig.from_options(parse_options(options))
     t = open_table(path)
     if instant_time and _is_pending_rollback(t, instant_time):
         from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
 
-        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, options=opts)
+        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, config=cfg)
 
         def print_removed(r: dict[str, Any]) -> None:
             click.echo(
@@ -110,17 +109,12 @@ def rollback_cmd(
         out.show({"removed_pending_rollback": instant_time, "dry_run": dry_run, "files": removed}, print_removed)
         return
     if instant_time:
-        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, options=opts))]
+        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, config=cfg))]
     else:
         results = [
             (str(s.instant.time), s.reason, r)
             for s, r in rollback_stale_writes(
-                t,
-                interval_ms=interval,
-                tolerable_misses=misses,
-                timeout_s=duration_seconds(timeout) if timeout else None,
-                dry_run=dry_run,
-                options=opts,
+                t, timeout_s=duration_seconds(timeout) if timeout else None, dry_run=dry_run, config=cfg
             )
         ]
     out.show([_rollback_row(*r) for r in results], _print_rollbacks)
