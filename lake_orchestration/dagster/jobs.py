@@ -83,7 +83,6 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
     from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig as HudiRollbackConfig
-    from lake_orchestration.hudi.services.rollback.config import RollbackConfig as HudiRollbackConfig
 
     @dg.op(
         name=translator.get_op_name(cfg, "rollback"),
