@@ -51,6 +51,10 @@ class BaseFile:
     extension: str = ".parquet"
     size: int = -1
     partition_path: str = ""
+    bootstrap_source: str | None = None
+    """The external source file a METADATA_ONLY bootstrap skeleton stands for (its Hadoop path as the bootstrap
+    index records it, e.g. ``file:/data/src/dt=1/a.parquet``); readers take the data columns from it (Java's
+    ``HoodieBaseFile.getBootstrapBaseFile``). None for every other base file."""
 
     @property
     def name(self) -> str:

@@ -8,7 +8,7 @@ groups are excluded. Pure: the caller supplies the listing and the timeline fact
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lake_orchestration.hudi.model.file_group import (
     BaseFile,
@@ -19,7 +19,7 @@ from lake_orchestration.hudi.model.file_group import (
     is_base_file_name,
     is_log_file_name,
 )
-from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.instant import METADATA_BOOTSTRAP_INSTANT, InstantTime
 from lake_orchestration.hudi.model.timeline import Timeline
 
 
@@ -58,8 +58,16 @@ class FileSystemView:
         pending_compaction: Mapping[FileGroupId, InstantTime] | None = None,
         pending_log_compaction: Mapping[FileGroupId, InstantTime] | None = None,
         replaced: Mapping[FileGroupId, InstantTime] | None = None,
+        bootstrap_sources: Mapping[FileGroupId, str] | None = None,
     ) -> FileSystemView:
-        """Build the view from a listing ``{partition_path: files}``."""
+        """Build the view from a listing ``{partition_path: files}``.
+
+        ``bootstrap_sources`` (file group -> source file, from the bootstrap index) is attached to the base file of
+        each group written by the METADATA_ONLY bootstrap (instant ``00000000000001``), as Java's
+        ``addBootstrapBaseFileIfPresent`` does; later base files of the group (compaction, copy-on-write merges)
+        hold whole records and get none.
+        """
+        bootstrap_sources = bootstrap_sources or {}
         pending_compaction = dict(pending_compaction or {})
         visible = timeline.completed_and_compactions()
         last = visible.last
@@ -68,6 +76,9 @@ class FileSystemView:
             for f in files:
                 if is_base_file_name(f.name):
                     bf = BaseFile.parse(f.name, partition_path=partition, size=f.size, where=partition or "/")
+                    source = bootstrap_sources.get(FileGroupId(partition, bf.file_id))
+                    if source is not None and bf.instant == METADATA_BOOTSTRAP_INSTANT:
+                        bf = replace(bf, bootstrap_source=source)
                     slot = raw.setdefault(FileGroupId(partition, bf.file_id), {}).setdefault(
                         str(bf.instant), [None, []]
                     )

@@ -24,6 +24,11 @@ from lake_orchestration.errors import (
     TableNotFoundError,
     UnsupportedTableVersionError,
 )
+from lake_orchestration.hudi.hfile.bootstrap_index import (
+    FILE_ID_INDEX_PATH,
+    PARTITION_INDEX_PATH,
+    BootstrapIndexReader,
+)
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId, is_log_file_name
@@ -300,6 +305,7 @@ class HudiTable:
         """Forget cached timeline state (the next access lists ``.hoodie/`` again)."""
         self.__dict__.pop("timeline", None)
         self.__dict__.pop("_listing", None)
+        self.__dict__.pop("_bootstrap_sources", None)  # a bootstrap rollback drops the index
         return self
 
     def instant_path(self, instant: Instant) -> str:
@@ -570,7 +576,28 @@ class HudiTable:
             pending_compaction=self.pending_compaction_operations(),
             pending_log_compaction=self.pending_compaction_operations(Action.LOG_COMPACTION),
             replaced=self.replaced_file_groups(),
+            bootstrap_sources=self.bootstrap_sources(),
         )
+
+    def bootstrap_sources(self) -> dict[FileGroupId, str]:
+        """File group -> source file of every skeleton of a METADATA_ONLY bootstrap, from the bootstrap index
+        (``.hoodie/.aux/.bootstrap/.fileids``); empty for a table that was not bootstrapped or whose index is not
+        written yet (the bootstrap commits after it). Read once per :class:`HudiTable`: the index never changes."""
+        cached = self.__dict__.get("_bootstrap_sources")
+        if cached is not None:
+            return cached
+        if not self.config.raw.get(HoodieKey.BOOTSTRAP_BASE_PATH.key):
+            return {}
+        paths = [self.storage.join(PARTITION_INDEX_PATH), self.storage.join(FILE_ID_INDEX_PATH)]
+        if not all(self.storage.exists(p) for p in paths):
+            return {}
+        reader = BootstrapIndexReader(*(self.storage.read_bytes(p) for p in paths), base_path=self.base_uri)
+        out = {
+            FileGroupId(p, f): m.bootstrap_file_status.uri or ""
+            for (p, f), m in reader.mappings_for_file_groups(reader.indexed_file_groups()).items()
+        }
+        self.__dict__["_bootstrap_sources"] = out
+        return out
 
     def __repr__(self) -> str:
         return f"HudiTable({self.base_uri!r}, {self.config.table_type.value}, name={self.config.name!r})"

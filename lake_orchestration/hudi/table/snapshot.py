@@ -22,6 +22,7 @@ from lake_orchestration.hudi.merge.record_merger import (
 )
 from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.schema import META_FIELDS, RECORD_KEY, avro_to_arrow_schema
+from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.io.storage import Storage
 
@@ -92,7 +93,7 @@ def read_file_slice(
     base_schema = schema
     if file_slice.base_file is not None:
         stats.base_files += 1
-        pf = storage.open_parquet(storage.join(file_slice.base_file.relative_path))
+        pf = open_base_file(storage, file_slice.base_file)  # a bootstrap skeleton: stitched with its source
         file_schema = pf.schema_arrow
         base_schema = schema or file_schema
         base_batches = (

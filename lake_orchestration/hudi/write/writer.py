@@ -25,11 +25,11 @@ import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import PROPERTIES_FILE, TABLE_CONFIG_PREFIX, HoodieKey
 from lake_orchestration.engines.base import Engine, TaskAttempt
-from lake_orchestration.errors import InvalidTablePropertiesError, TableNotFoundError
+from lake_orchestration.errors import InvalidInstantStateError, InvalidTablePropertiesError, TableNotFoundError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.properties import (
     KEY_GENERATORS,
     TableConfig,
@@ -175,6 +175,7 @@ def write_table(
     options: WriteOptions | None = None,
     storage_options: Mapping[str, str] | None = None,
     engine: Engine | None = None,
+    instant_time: str | None = None,
 ) -> WriteResult:
     """Write ``data`` to the table at ``base_uri`` (created if absent) as one commit.
 
@@ -185,6 +186,8 @@ def write_table(
         options: write/table options (:class:`WriteOptions`; Hudi keys via ``WriteOptions.from_hudi_options``).
         storage_options: options for object stores.
         engine: the engine running the file-group tasks (default: in this process, one after the other).
+        instant_time: a fixed instant time instead of a new one (the bootstrap's FULL_RECORD commit
+            ``00000000000002``); it must sort after every instant of the timeline.
 
     Returns:
         The completed instant with its commit metadata, counts and timings.
@@ -230,7 +233,12 @@ def write_table(
     with table_lock(table, operation="write (instant creation)", config=options.lock):
         if table.timeline.instants != seen:
             located, latest = locate(records)
-        instant = table.new_instant_time()
+        instant = InstantTime(instant_time) if instant_time is not None else table.new_instant_time()
+        last = table.timeline.last
+        if instant_time is not None and last is not None and str(last.time) >= str(instant):
+            raise InvalidInstantStateError(
+                table.base_uri, str(instant), f"is not after the timeline's last instant {last.time}"
+            )
         requested = table.create_requested(Instant(instant, action, State.REQUESTED))
         # before the lock is released: a stale-write rollback never sees this instant without a heartbeat
         heartbeat = Heartbeat(table.storage, str(instant), interval_ms=options.heartbeat_interval_ms).start()

@@ -1,0 +1,243 @@
+"""Bootstrap planning: list the source dataset's partitions and files, choose a mode per partition, derive the table
+schema. Writes nothing.
+
+Mirrors Hudi 0.14/0.15 ``SparkBootstrapCommitActionExecutor.listAndProcessSourcePartitions``:
+``BootstrapUtils.getAllLeafFoldersWithFiles`` (the deepest folders holding ``.parquet`` files are the partitions,
+``""`` for files at the top level of a non-partitioned dataset; hidden folders such as ``.hoodie`` are skipped),
+the bootstrap schema of ``HoodieSparkBootstrapSchemaProvider`` (the Parquet schema of a source file as the writer's
+Avro record ``<table>_record``), then the mode selector of ``hoodie.bootstrap.mode.selector``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lake_orchestration.errors import PlanError, TableNotFoundError
+from lake_orchestration.hudi.model.avro.bootstrap import FilePath, FileStatus, FSPermission
+from lake_orchestration.hudi.model.instant import FULL_BOOTSTRAP_INSTANT
+from lake_orchestration.hudi.model.schema import META_FIELDS, arrow_to_avro_schema
+from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.io.hadoop_paths import qualified_path
+from lake_orchestration.io.storage import FileInfo, Storage
+
+SOURCE_FILE_EXTENSION = ".parquet"
+"""Base file extension of the table (``HoodieFileFormat.PARQUET``): the source files bootstrapped."""
+_LOCAL_BLOCK_SIZE = 32 * 1024 * 1024
+"""Block size Hadoop's local (and S3A) file system reports (``fs.local.block.size``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceFile:
+    """One source data file."""
+
+    path: str
+    """Storage path (in the source storage's own form)."""
+    uri: str
+    """Its Hadoop path as Java records it (``file:/data/src/p/a.parquet``, ``s3a://bucket/src/p/a.parquet``)."""
+    size: int
+    """Size in bytes."""
+    modification_time_ms: int
+    """Last modification, epoch ms."""
+    mode: int = 0o644
+    """POSIX permission bits."""
+    owner: str = ""
+    """Owner name."""
+    group: str = ""
+    """Group name."""
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    def file_status(self) -> FileStatus:
+        """``FileStatusUtils.fromFileStatus`` of the file: what the bootstrap index records."""
+        return FileStatus(
+            path=FilePath(uri=self.uri),
+            length=self.size,
+            is_dir=False,
+            block_replication=1,
+            block_size=_LOCAL_BLOCK_SIZE,
+            modification_time=self.modification_time_ms,
+            access_time=self.modification_time_ms,
+            permission=FSPermission.from_mode(self.mode),
+            owner=self.owner,
+            group=self.group,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionPlan:
+    """One source partition and the mode it is bootstrapped with."""
+
+    partition_path: str
+    """Relative folder in the source dataset, also the partition path in the table (identity translator)."""
+    mode: BootstrapMode
+    """METADATA_ONLY or FULL_RECORD."""
+    files: tuple[SourceFile, ...]
+    """Its source files, by name."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition_path,
+            "mode": self.mode.value,
+            "files": len(self.files),
+            "bytes": sum(f.size for f in self.files),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BootstrapPlan:
+    """What a bootstrap writes: per source partition its mode and files, and the table schema."""
+
+    table_uri: str
+    """The table's base path."""
+    source_path: str
+    """The source dataset's base path (``hoodie.bootstrap.base.path``)."""
+    schema: dict[str, Any]
+    """The bootstrap schema: the writer's Avro record of the source columns (no meta fields)."""
+    partitions: tuple[PartitionPlan, ...]
+    """Source partitions in path order."""
+
+    def partitions_in(self, mode: BootstrapMode) -> tuple[PartitionPlan, ...]:
+        return tuple(p for p in self.partitions if p.mode is mode)
+
+    @property
+    def schema_json(self) -> str:
+        return json.dumps(self.schema, separators=(",", ":"))
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The plan as ``lake-orch bootstrap --dry-run --json`` prints it."""
+        return {
+            "table": self.table_uri,
+            "source_path": self.source_path,
+            "partitions": [p.to_json_obj() for p in self.partitions],
+            "metadata_only_files": sum(len(p.files) for p in self.partitions_in(BootstrapMode.METADATA_ONLY)),
+            "full_record_files": sum(len(p.files) for p in self.partitions_in(BootstrapMode.FULL_RECORD)),
+        }
+
+
+def _source_file(storage: Storage, info: FileInfo) -> SourceFile:
+    mode, owner, group = 0o644, getpass.getuser(), getpass.getuser()
+    if storage.is_local:
+        st = os.stat(info.path)
+        mode = st.st_mode & 0o7777
+        try:
+            import grp
+            import pwd
+
+            owner, group = pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name
+        except (ImportError, KeyError):
+            pass
+    return SourceFile(
+        path=info.path,
+        uri=qualified_path(storage, info.path),
+        size=info.size,
+        modification_time_ms=info.mtime_ms,
+        mode=mode,
+        owner=owner,
+        group=group,
+    )
+
+
+def list_source_partitions(source: Storage) -> list[tuple[str, list[SourceFile]]]:
+    """``BootstrapUtils.getAllLeafFoldersWithFiles``: (relative folder, its ``.parquet`` files by name) of the
+    deepest folder level holding such files, in path order.
+
+    Raises:
+        StorageError: the source path cannot be listed.
+    """
+    by_level: dict[int, list[tuple[str, list[SourceFile]]]] = {}
+    level = [""]
+    depth = 0
+    while level:
+        below: list[str] = []
+        for rel in level:
+            entries = source.list_dir(source.join(rel) if rel else source.base_path)
+            files = sorted(
+                (
+                    e
+                    for e in entries
+                    if not e.is_dir and e.name.endswith(SOURCE_FILE_EXTENSION) and not e.name.startswith((".", "_"))
+                ),
+                key=lambda e: e.name,
+            )
+            if files:
+                by_level.setdefault(depth, []).append((rel, [_source_file(source, f) for f in files]))
+            below.extend(
+                f"{rel}/{e.name}" if rel else e.name for e in entries if e.is_dir and not e.name.startswith((".", "_"))
+            )
+        level = sorted(below)
+        depth += 1
+    return sorted(by_level[max(by_level)]) if by_level else []
+
+
+def _check_table(base_uri: str, storage_options: dict[str, str] | None) -> None:
+    """Refuse a table that already has commits or a pending bootstrap (Java: "Active Timeline is expected to be
+    empty for bootstrap to be performed")."""
+    try:
+        table = HudiTable(base_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        return
+    tl = table.timeline
+    done = tl.completed_commits().last
+    if done is not None:
+        raise PlanError(
+            f"Cannot bootstrap {base_uri}: the table already has commits (last {done.time}); a bootstrap needs an "
+            "empty timeline. To bootstrap again, roll the bootstrap back first"
+        )
+    pending = [i for i in tl.pending() if str(i.time) <= FULL_BOOTSTRAP_INSTANT]
+    if pending:
+        raise PlanError(
+            f"Cannot bootstrap {base_uri}: a failed bootstrap left {pending[0].file_name} pending; roll it back "
+            "first (rollback_bootstrap, or lake-orch rollback --instant <instant>)"
+        )
+
+
+def plan_bootstrap(
+    base_uri: str, config: BootstrapConfig, *, storage_options: dict[str, str] | None = None
+) -> BootstrapPlan:
+    """The bootstrap of the source dataset ``config.source_path`` into the table at ``base_uri`` (writes nothing).
+
+    Raises:
+        PlanError: no source path, no ``.parquet`` file under it, the key or partition fields are not source
+            columns, or the table already has commits (or a pending bootstrap).
+        StorageError: the source cannot be listed or read.
+    """
+    if not config.source_path:
+        raise PlanError("A bootstrap needs the source dataset's path (hoodie.bootstrap.base.path, --source-path)")
+    if not config.write.table_name:
+        raise PlanError(f"Cannot bootstrap {base_uri}: a table name (hoodie.table.name) is required")
+    if not config.write.record_key_fields:
+        raise PlanError(
+            f"Cannot bootstrap {base_uri}: record key field(s) (hoodie.datasource.write.recordkey.field) are required"
+        )
+    _check_table(base_uri, storage_options)
+    source = Storage(config.source_path, options=storage_options)
+    folders = list_source_partitions(source)
+    if not folders:
+        raise PlanError(f"No {SOURCE_FILE_EXTENSION} file under the bootstrap source {source.uri(source.base_path)}")
+    first = folders[0][1][0]
+    arrow = source.open_parquet(first.path).schema_arrow
+    columns = [f for f in arrow if f.name not in META_FIELDS]
+    missing = [f for f in (*config.write.record_key_fields, *config.write.partition_fields) if f not in arrow.names]
+    if missing:
+        raise PlanError(
+            f"Cannot bootstrap from {source.uri(first.path)}: key/partition field(s) {missing} are not columns of "
+            f"the source files (columns: {arrow.names})"
+        )
+    schema = arrow_to_avro_schema(pa.schema(columns), table_name=config.write.table_name)
+    return BootstrapPlan(
+        table_uri=base_uri,
+        source_path=source.uri(source.base_path),
+        schema=schema,
+        partitions=tuple(
+            PartitionPlan(partition_path=p, mode=config.mode_of(p), files=tuple(files)) for p, files in folders
+        ),
+    )

@@ -1,0 +1,152 @@
+"""A bootstrap end to end: plan -> create the table -> METADATA_ONLY (execute, commit) -> FULL_RECORD.
+
+Mirrors Hudi 0.14/0.15 ``SparkBootstrapCommitActionExecutor.execute``: the table must have no commit; the
+METADATA_ONLY partitions are bootstrapped and committed first (``00000000000001``), then the FULL_RECORD ones
+(``00000000000002``). The new table's ``hoodie.properties`` records ``hoodie.bootstrap.base.path`` and
+``hoodie.bootstrap.index.class``. A crash leaves a pending instant that
+:func:`~lake_orchestration.hudi.services.bootstrap.rollback.rollback_bootstrap` rolls back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lake_orchestration.config.keys import TABLE_CONFIG_PREFIX, HoodieKey
+from lake_orchestration.engines.base import Engine
+from lake_orchestration.errors import TableNotFoundError
+from lake_orchestration.hudi.hfile.bootstrap_index import BOOTSTRAP_INDEX_CLASS
+from lake_orchestration.hudi.model.instant import METADATA_BOOTSTRAP_INSTANT
+from lake_orchestration.hudi.model.properties import new_table_properties
+from lake_orchestration.hudi.services.bootstrap.committer import commit_metadata_only
+from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode
+from lake_orchestration.hudi.services.bootstrap.executor import execute_full_record, execute_metadata_only
+from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan, plan_bootstrap
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.heartbeat import Heartbeat
+
+
+@dataclass(frozen=True, kw_only=True)
+class BootstrapResult:
+    """A bootstrap done (or, on a dry run, planned)."""
+
+    plan: BootstrapPlan
+    """The per-partition plan."""
+    dry_run: bool
+    """True if nothing was written."""
+    metadata_only_instant: str | None = None
+    """``00000000000001`` when METADATA_ONLY partitions were committed."""
+    full_record_instant: str | None = None
+    """``00000000000002`` when FULL_RECORD partitions were committed."""
+    skeleton_files: int = 0
+    """Skeleton base files written (one per METADATA_ONLY source file)."""
+    full_record_files: int = 0
+    """Base files the FULL_RECORD bulk insert wrote."""
+    full_record_rows: int = 0
+    """Rows the FULL_RECORD bulk insert wrote."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The result as ``lake-orch bootstrap --json`` prints it (the plan, plus what was committed)."""
+        return {
+            **self.plan.to_json_obj(),
+            "dry_run": self.dry_run,
+            "metadata_only_instant": self.metadata_only_instant,
+            "full_record_instant": self.full_record_instant,
+            "skeleton_files": self.skeleton_files,
+            "full_record_files": self.full_record_files,
+            "full_record_rows": self.full_record_rows,
+        }
+
+
+def bootstrap_table_properties(plan: BootstrapPlan, config: BootstrapConfig) -> dict[str, str]:
+    """``hoodie.properties`` of the new table: the write options' table config plus the bootstrap keys."""
+    w = config.write
+    extra = {k: v for k, v in w.options.items() if k.startswith(TABLE_CONFIG_PREFIX)}
+    extra[HoodieKey.BOOTSTRAP_BASE_PATH.key] = plan.source_path
+    extra[HoodieKey.BOOTSTRAP_INDEX_CLASS.key] = BOOTSTRAP_INDEX_CLASS
+    return new_table_properties(
+        name=w.table_name or "",
+        table_type=w.table_type,
+        record_key_fields=w.record_key_fields,
+        partition_fields=w.partition_fields,
+        precombine_field=w.precombine_field,
+        key_generator=w.key_generator,
+        hive_style_partitioning=w.hive_style_partitioning,
+        payload_class=w.payload_class,
+        create_schema=plan.schema_json,
+        database_name="default",
+        extra=extra,
+    )
+
+
+def _open_table(base_uri: str, plan: BootstrapPlan, config: BootstrapConfig, storage_options: Any) -> HudiTable:
+    props = bootstrap_table_properties(plan, config)
+    try:
+        table = HudiTable(base_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        return HudiTable.create(base_uri, props, storage_options=storage_options)
+    # an existing table without commits (checked by the planner) gets the bootstrap keys
+    table.update_properties(
+        {
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: props[HoodieKey.BOOTSTRAP_BASE_PATH.key],
+            HoodieKey.BOOTSTRAP_INDEX_CLASS.key: props[HoodieKey.BOOTSTRAP_INDEX_CLASS.key],
+        }
+    )
+    return table
+
+
+def bootstrap(
+    base_uri: str,
+    config: BootstrapConfig,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
+    dry_run: bool = False,
+) -> BootstrapResult:
+    """Bootstrap the parquet dataset at ``config.source_path`` into a new Hudi table at ``base_uri``.
+
+    Args:
+        base_uri: the table's base path (created; an existing table must have no commit).
+        config: source path, mode selector, and the new table's write options.
+        storage_options: options for object stores (the table's and the source's).
+        engine: runs the skeleton tasks and the bulk insert's file-group tasks (default: in this process).
+        dry_run: only plan (nothing is written).
+
+    Returns:
+        The plan and what was committed.
+
+    Raises:
+        PlanError: no source files, key fields missing from the source, or the table already has commits or a
+            pending bootstrap.
+        StorageError: the source or the table cannot be read or written.
+    """
+    opts = dict(storage_options) if storage_options else None
+    plan = plan_bootstrap(base_uri, config, storage_options=opts)
+    if dry_run:
+        return BootstrapResult(plan=plan, dry_run=True)
+    table = _open_table(base_uri, plan, config, opts)
+    metadata_instant = None
+    skeletons = 0
+    if plan.partitions_in(BootstrapMode.METADATA_ONLY):
+        heartbeat = Heartbeat(
+            table.storage, METADATA_BOOTSTRAP_INSTANT, interval_ms=config.write.heartbeat_interval_ms
+        ).start()
+        try:
+            inflight, writes = execute_metadata_only(table, plan, config, engine=engine)
+            commit_metadata_only(table, inflight, plan, writes)
+        except BaseException:
+            heartbeat.stop(delete=False)  # the expiring heartbeat tells a rollback the bootstrap is gone
+            raise
+        heartbeat.stop(delete=True)
+        metadata_instant, skeletons = METADATA_BOOTSTRAP_INSTANT, len(writes)
+    full = execute_full_record(table.refresh(), plan, config, engine=engine)
+    return BootstrapResult(
+        plan=plan,
+        dry_run=False,
+        metadata_only_instant=metadata_instant,
+        full_record_instant=full.instant if full is not None else None,
+        skeleton_files=skeletons,
+        full_record_files=len(full.files_written) if full is not None else 0,
+        full_record_rows=full.inserted if full is not None else 0,
+    )

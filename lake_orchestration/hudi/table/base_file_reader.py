@@ -1,0 +1,161 @@
+"""Opening a base file for reading: a Parquet base file, or a METADATA_ONLY bootstrap skeleton stitched with its
+source file.
+
+A skeleton (``<fileId>_<token>_00000000000001.parquet``) holds only the five ``_hoodie_*`` meta columns, row for row
+in the order of the source file it stands for (:attr:`BaseFile.bootstrap_source`); the record's data columns are
+read from the source file, outside the table. Mirrors the stitching of Java's ``HoodieBootstrapRecordIterator`` /
+``BootstrapOperator`` read path: meta columns of row *i* of the skeleton next to the data columns of row *i* of the
+source.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lake_orchestration.errors import CorruptFileError
+from lake_orchestration.hudi.model.file_group import BaseFile
+from lake_orchestration.hudi.model.schema import META_FIELDS
+from lake_orchestration.io.storage import Storage
+
+
+class BaseFileReadable(Protocol):
+    """What the readers of a base file use (``pyarrow.parquet.ParquetFile`` has it)."""
+
+    @property
+    def schema_arrow(self) -> pa.Schema: ...
+
+    @property
+    def metadata(self) -> pq.FileMetaData: ...
+
+    def iter_batches(self, batch_size: int = ..., columns: Sequence[str] | None = ...) -> Iterator[pa.RecordBatch]: ...
+
+    def read(self, columns: Sequence[str] | None = ...) -> pa.Table: ...
+
+
+def source_storage_and_path(storage: Storage, source: str) -> tuple[Storage, str]:
+    """A storage holding the bootstrap source file ``source`` (a Hadoop path as the bootstrap index records it:
+    ``file:/data/src/p/a.parquet``, ``s3a://bucket/src/p/a.parquet`` or a bare local path) and its path there.
+
+    The table's storage options are used for the source's store too.
+    """
+    parsed = urlparse(source)
+    scheme = parsed.scheme.lower()
+    if scheme in ("", "file"):
+        path = "/" + parsed.path.lstrip("/") if scheme == "file" else source
+        folder = posixpath.dirname(path) or "/"
+        src = Storage(folder, options=storage.options if not storage.is_local else None)
+        return src, src.join(posixpath.basename(path))
+    folder_uri = source.rsplit("/", 1)[0]
+    src = Storage(folder_uri, options=storage.options)
+    return src, src.join(source.rsplit("/", 1)[1])
+
+
+class BootstrapBaseFile:
+    """A skeleton base file and its source file, read as one base file (meta columns, then the source's columns).
+
+    Raises:
+        CorruptFileError: the two files do not have the same number of rows (the skeleton would be stitched to
+            other records), naming both.
+    """
+
+    def __init__(self, skeleton: pq.ParquetFile, source: pq.ParquetFile, *, skeleton_uri: str, source_uri: str) -> None:
+        self._skeleton = skeleton
+        self._source = source
+        if skeleton.metadata.num_rows != source.metadata.num_rows:
+            raise CorruptFileError(
+                skeleton_uri,
+                f"bootstrap skeleton has {skeleton.metadata.num_rows} rows but its source file {source_uri} has "
+                f"{source.metadata.num_rows}: the source was changed after the bootstrap",
+            )
+        meta = [f for f in skeleton.schema_arrow if f.name in META_FIELDS]
+        data = [f for f in source.schema_arrow if f.name not in META_FIELDS]
+        self._meta_names = [f.name for f in meta]
+        self._data_names = [f.name for f in data]
+        self._schema = pa.schema(meta + data)
+
+    @property
+    def schema_arrow(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def metadata(self) -> pq.FileMetaData:
+        """The skeleton's footer (row count, bloom filter, record key range: the skeleton carries them)."""
+        return self._skeleton.metadata
+
+    def _split(self, columns: Sequence[str] | None) -> tuple[list[str], list[str]]:
+        if columns is None:
+            return self._meta_names, self._data_names
+        wanted = set(columns)
+        return [c for c in self._meta_names if c in wanted], [c for c in self._data_names if c in wanted]
+
+    def iter_batches(self, batch_size: int = 131_072, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Batches of the stitched rows (row ``i`` of the skeleton next to row ``i`` of the source)."""
+        meta, data = self._split(columns)
+        if not data:
+            yield from self._skeleton.iter_batches(batch_size=batch_size, columns=meta)
+            return
+        if not meta:
+            yield from self._source.iter_batches(batch_size=batch_size, columns=data)
+            return
+        skeleton = _Aligned(self._skeleton.iter_batches(batch_size=batch_size, columns=meta))
+        for batch in self._source.iter_batches(batch_size=batch_size, columns=data):
+            left = skeleton.take(batch.num_rows)
+            yield pa.RecordBatch.from_arrays(
+                [*left.columns, *batch.columns], names=[*left.schema.names, *batch.schema.names]
+            )
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        meta, data = self._split(columns)
+        batches = list(self.iter_batches(columns=columns))
+        if batches:
+            return pa.Table.from_batches(batches)
+        return pa.schema([self._schema.field(n) for n in (*meta, *data)]).empty_table()
+
+
+class _Aligned:
+    """Rows of a batch stream taken ``n`` at a time, whatever the stream's batch boundaries."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self._batches = batches
+        self._held: list[pa.RecordBatch] = []
+        self._rows = 0
+
+    def take(self, n: int) -> pa.RecordBatch:
+        while self._rows < n:
+            nxt = next(self._batches)
+            self._held.append(nxt)
+            self._rows += nxt.num_rows
+        joined = pa.Table.from_batches(self._held).combine_chunks()
+        out = joined.slice(0, n)
+        rest = joined.slice(n)
+        self._held = rest.to_batches() if rest.num_rows else []
+        self._rows = rest.num_rows
+        return out.to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], schema=joined.schema)
+
+
+def open_base_file(storage: Storage, base_file: BaseFile) -> BaseFileReadable:
+    """The base file ``base_file`` of the table in ``storage``, opened for reading: the Parquet file itself, or for a
+    bootstrap skeleton (``base_file.bootstrap_source`` set) the skeleton stitched with its source file.
+
+    Raises:
+        CorruptFileError: a file that is not readable Parquet, or a skeleton whose row count differs from its
+            source's.
+        StorageError: a file that cannot be read (a missing source file included).
+    """
+    pf = storage.open_parquet(storage.join(base_file.relative_path))
+    if base_file.bootstrap_source is None:
+        return pf
+    src_storage, src_path = source_storage_and_path(storage, base_file.bootstrap_source)
+    source = src_storage.open_parquet(src_path)
+    return BootstrapBaseFile(
+        pf,
+        source,
+        skeleton_uri=storage.uri(storage.join(base_file.relative_path)),
+        source_uri=base_file.bootstrap_source,
+    )
