@@ -171,6 +171,20 @@ class CleanExecution:
     """Content of the heartbeat ``.hoodie/.heartbeat/<instant>`` this attempt wrote: the commit checks that the
     heartbeat is still this attempt's."""
 
+    @property
+    def deleted(self) -> int:
+        """Files deleted (or already gone)."""
+        return self.metadata.total_files_deleted
+
+    @property
+    def failed(self) -> int:
+        """Files that could not be deleted."""
+        return sum(len(pm.failed_delete_files) for pm in self.metadata.partition_metadata.values())
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The execution as JSON (e.g. the metadata of a Dagster clean-execute step); the attempt token stays out."""
+        return {"instant": self.instant, "deleted": self.deleted, "failed": self.failed}
+
 
 def execute_clean_plan(
     table: HudiTable,

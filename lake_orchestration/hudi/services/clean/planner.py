@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import pendulum
 
@@ -70,6 +71,20 @@ class CleanPlanning:
     @property
     def file_count(self) -> int:
         return sum(len(v) for v in self.files.values())
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The planning as JSON (e.g. the metadata of a Dagster clean-plan step)."""
+        ectr = self.earliest_commit_to_retain
+        return {
+            "earliest_commit_to_retain": str(ectr.time) if ectr is not None else None,
+            "policy": self.plan.policy,
+            "files": self.files,
+            "file_count": self.file_count,
+            "partitions_scanned": list(self.partitions_scanned),
+            "incremental": self.incremental,
+            "savepoints": list(self.savepoints),
+            "reason": self.reason,
+        }
 
 
 def cleaner_earliest_commit_to_retain(

@@ -20,6 +20,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
@@ -56,6 +57,17 @@ class LogCompactionExecution:
     """The deltacommit's metadata (``LOG_COMPACT``) listing the new log files."""
     attempt: bytes
     """Content of the heartbeat ``.hoodie/.heartbeat/<instant>`` this attempt wrote: the commit checks it."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The execution as JSON (the attempt token stays out)."""
+        stats = self.metadata.write_stats()
+        return {
+            "instant": self.instant,
+            "file_slices": len(stats),
+            "records": sum(s.numWrites or 0 for s in stats),
+            "deletes": sum(s.numDeletes or 0 for s in stats),
+            "bytes_written": sum(s.totalWriteBytes or 0 for s in stats),
+        }
 
 
 def execute_log_compaction(
