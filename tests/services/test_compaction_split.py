@@ -16,6 +16,7 @@ from lake_orchestration.hudi.services.compaction import (
     commit_execution,
     execute_plan,
     executor,
+    run_compaction,
     schedule_compaction,
 )
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
@@ -110,3 +111,25 @@ def test_compaction_commit_of_an_attempt_taken_over_refuses_and_commits_nothing(
     t = HudiTable(str(path))
     assert t.timeline.get(instant, Action.COMPACTION).state is State.REQUESTED
     assert not (path / ".hoodie" / f"{instant}.commit").exists()
+
+
+def test_compaction_in_process_scans_each_log_side_once_snapshot_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before the plan goes inflight decodes every log block; in process, the execution reuses what it
+    decoded (within hoodie.memory.compaction.max.size) instead of reading and decoding the logs a second time."""
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    scans: list[str] = []
+    real = executor.scan_blocks
+
+    def counting(storage, log_files, flt):  # type: ignore[no-untyped-def]
+        scans.extend(lf.file_id for lf in log_files[:1])
+        return real(storage, log_files, flt)
+
+    monkeypatch.setattr(executor, "scan_blocks", counting)
+    (result,) = run_compaction(HudiTable(str(path)), instant_time=instant)
+    assert result.log_records > 0
+    assert sorted(scans) == sorted(set(scans)), "a log side was scanned twice"
+    _assert_compacted(path, instant, before)

@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,8 +28,9 @@ import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
 from lake_orchestration.errors import CorruptLogBlockError, InstantNotFoundError, PlanError
-from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.log.scanner import InstantFilter, ScanStats, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
+    DecodedBlock,
     DecodeState,
     MergeConfig,
     SliceMerger,
@@ -47,6 +48,7 @@ from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.compaction.attempt import CompactionAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.planner import load_plan
+from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
@@ -89,6 +91,8 @@ class OperationTask:
     def for_operation(cls, op: CompactionOperation, n: int, **common: Any) -> OperationTask:
         p = op.partition_path or ""
         base = BaseFile.parse(op.data_file_path.rsplit("/", 1)[-1], partition_path=p) if op.data_file_path else None
+        if base is not None and op.bootstrap_file_path:  # a bootstrap skeleton: read with its source file
+            base = replace(base, bootstrap_source=op.bootstrap_file_path)
         logs = tuple(LogFile.parse(f.rsplit("/", 1)[-1], partition_path=p) for f in op.delta_file_paths or ())
         fs = FileSlice(FileGroupId(p, op.file_id or ""), InstantTime(op.base_instant_time or ""), base, logs)
         return cls(
@@ -135,15 +139,68 @@ class CorruptBlock:
         )
 
 
-def verify_operation(task: OperationTask) -> None:
-    """Decode every log block the operation's merge reads, writing nothing.
+@dataclass
+class DecodedLog:
+    """A file group's log side as the check before the plan went inflight decoded it, kept for the execution."""
+
+    instant_filter: InstantFilter
+    file_slice: FileSlice
+    """The slice with the file sizes read from storage."""
+    scan: ScanStats
+    blocks: list[DecodedBlock]
+    state: DecodeState
+    scan_ms: int
+    nbytes: int
+
+
+class DecodedLogs:
+    """Log sides decoded by :func:`verify_operations` in this process, kept for :func:`execute_operation` up to
+    ``max_bytes`` of decoded records in all (the rest is decoded again): the check and the execution then read and
+    decode every log block once. An entry is used only if the execution's instant filter is the check's (the
+    timeline did not change the blocks that count in between)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.room = max_bytes
+        self.entries: dict[tuple[str, str], DecodedLog] = {}
+
+    def put(self, task: OperationTask, entry: DecodedLog) -> None:
+        self.entries[(task.partition_path, task.file_id)] = entry
+        self.room -= entry.nbytes
+
+    def take(self, task: OperationTask) -> DecodedLog | None:
+        entry = self.entries.pop((task.partition_path, task.file_id), None)
+        if entry is not None:
+            self.room += entry.nbytes
+        return entry if entry is not None and entry.instant_filter == task.instant_filter else None
+
+
+def verify_operation(task: OperationTask, *, keep: DecodedLogs | None = None) -> None:
+    """Decode every log block the operation's merge reads, writing nothing; with ``keep``, the decoded log side is
+    kept there for the execution while it fits.
 
     Raises:
         CorruptLogBlockError: a block's content does not decode.
     """
+    t0 = time.monotonic()
     storage, fs = _task_slice(task)
-    blocks, _ = scan_blocks(storage, fs.log_files, task.instant_filter)
-    check_log_blocks(blocks, task.merge)
+    blocks, scan = scan_blocks(storage, fs.log_files, task.instant_filter)
+    if keep is None:
+        check_log_blocks(blocks, task.merge)
+        return
+    state = DecodeState()
+    decoded: list[DecodedBlock] | None = []
+    nbytes = 0
+    for d in decode_log_blocks(blocks, task.merge, state):
+        if decoded is None:
+            continue  # too large to keep: decoded only to check it
+        nbytes += d.table.nbytes if d.table is not None else 0
+        if nbytes > keep.room:
+            decoded = None
+        else:
+            decoded.append(d)
+    if decoded is not None:
+        scan_ms = int((time.monotonic() - t0) * 1000)
+        keep.put(task, DecodedLog(task.instant_filter, fs, scan, decoded, state, scan_ms, nbytes))
 
 
 def find_corrupt_blocks(task: OperationTask) -> list[CorruptBlock]:
@@ -156,8 +213,11 @@ def find_corrupt_blocks(task: OperationTask) -> list[CorruptBlock]:
     return []
 
 
-def verify_operations(tasks: list[OperationTask], *, engine: Engine | None = None) -> None:
+def verify_operations(
+    tasks: list[OperationTask], *, engine: Engine | None = None, keep: DecodedLogs | None = None
+) -> None:
     """Decode the log blocks of every operation before anything is written (the compaction goes inflight after).
+    In this process (no engine), ``keep`` holds the decoded log sides for the execution (see :class:`DecodedLogs`).
 
     Only framing corruption (a torn write) is skipped, as Java's reader does; a block whose content does not decode
     would otherwise fail a task after other tasks wrote their base files.
@@ -167,7 +227,7 @@ def verify_operations(tasks: list[OperationTask], *, engine: Engine | None = Non
     """
     if engine is None:
         for t in tasks:
-            verify_operation(t)
+            verify_operation(t, keep=keep)
         return
     found = engine.map_tasks(find_corrupt_blocks, tasks, description=f"compaction {_instant_of(tasks)}: verify logs")
     if found:
@@ -191,21 +251,28 @@ def _instant_of(tasks: list[OperationTask]) -> str:
     return tasks[0].instant if tasks else ""
 
 
-def execute_operation(task: OperationTask) -> WriteStat | None:
+def execute_operation(task: OperationTask, *, decoded_log: DecodedLog | None = None) -> WriteStat | None:
     """Compact one file group; returns its write stat (None when nothing is left to write and there was no base).
 
-    The new base file is named with the task's write token (``task.attempt``).
+    The new base file is named with the task's write token (``task.attempt``). ``decoded_log``: the log side the
+    check before the plan went inflight decoded (else it is read and decoded here).
     """
-    storage, fs = _task_slice(task)
-    flt, mcfg = task.instant_filter, task.merge
+    mcfg = task.merge
     p = task.partition_path
-    base = fs.base_file
     t0 = time.monotonic()
-    blocks, scan = scan_blocks(storage, fs.log_files, flt)
+    decoded: Iterable[DecodedBlock]
+    if decoded_log is not None:
+        storage = Storage(task.base_uri, options=task.storage_options)
+        fs, scan, state, decoded = decoded_log.file_slice, decoded_log.scan, decoded_log.state, decoded_log.blocks
+        decoded_log.blocks = []  # the tables go to the merge (or a spill) from here
+    else:
+        storage, fs = _task_slice(task)
+        blocks, scan = scan_blocks(storage, fs.log_files, task.instant_filter)
+        state = DecodeState()
+        decoded = decode_log_blocks(blocks, mcfg, state)
+    base = fs.base_file
     avro = json.loads(task.avro_schema_json)
     schema = avro_to_arrow_schema(avro)
-    state = DecodeState()
-    decoded = decode_log_blocks(blocks, mcfg, state)
     tables: list[pa.Table] = []
     deletes: list = []
     held = 0
@@ -225,11 +292,11 @@ def execute_operation(task: OperationTask) -> WriteStat | None:
             spill = _LogSpill()
             tables = [spill.put(t) for t in tables]
             held = 0
-    scan_ms = int((time.monotonic() - t0) * 1000)
+    scan_ms = int((time.monotonic() - t0) * 1000) + (decoded_log.scan_ms if decoded_log is not None else 0)
     token = task.attempt.write_token
     t1 = time.monotonic()
     writer: WriteBehind | BaseFileWriter | None = None
-    pf = storage.open_parquet(storage.join(base.relative_path)) if base is not None else None
+    pf = open_base_file(storage, base) if base is not None else None  # a skeleton is stitched with its source
     # the rewritten base file's compressed bytes per row size the first row group of the new one
     row_bytes_hint = (base.size or 0) / pf.metadata.num_rows if pf is not None and pf.metadata.num_rows else None
 
@@ -469,7 +536,8 @@ def execute_attempt(
     plan = load_plan(table, instant)
     check_base_files(table, plan)
     # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
-    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine)
+    keep = DecodedLogs(cfg.memory_max_bytes) if engine is None else None
+    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine, keep=keep)
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
     # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
@@ -479,7 +547,7 @@ def execute_attempt(
     try:
         tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
         # in-process, the attempt stops between tasks once another process took the plan over
-        stats = run_in_process(attempt, tasks) if engine is None else run_operations(tasks, engine=engine)
+        stats = run_in_process(attempt, tasks, keep) if engine is None else run_operations(tasks, engine=engine)
     except BaseException:
         attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
         raise
@@ -496,12 +564,16 @@ def execute_attempt(
     return execution, attempt
 
 
-def run_in_process(attempt: CompactionAttempt, tasks: list[OperationTask]) -> list[WriteStat]:
-    """Run the tasks in this process, one after the other, checking before each that the attempt is ours."""
+def run_in_process(
+    attempt: CompactionAttempt, tasks: list[OperationTask], keep: DecodedLogs | None = None
+) -> list[WriteStat]:
+    """Run the tasks in this process, one after the other, checking before each that the attempt is ours; a log
+    side the check kept (``keep``) is not decoded again."""
     stats = []
     for task in tasks:
         attempt.ensure_ours()
-        stat = execute_operation(task)
+        decoded_log = keep.take(task) if keep is not None else None
+        stat = execute_operation(task, decoded_log=decoded_log) if decoded_log is not None else execute_operation(task)
         if stat is not None:
             stats.append(stat)
     return stats
