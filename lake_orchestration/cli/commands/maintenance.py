@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,37 +16,29 @@ from lake_orchestration.hudi.table import HudiTable
 if TYPE_CHECKING:
     from lake_orchestration.hudi.services.archive import ArchiveResult
     from lake_orchestration.hudi.services.clean import CleanResult
+    from lake_orchestration.hudi.services.rollback import RemovedRollback, RollbackResult
     from lake_orchestration.hudi.services.savepoint import SavepointInfo, SavepointResult
 
 
 # -- rollback -------------------------------------------------------------------------------------------------------
-def _rollback_row(instant: str, reason: str, result: Any) -> dict[str, Any]:
-    """One rolled back write: its rollback instant, or on a dry run (a ``RollbackPlan``) what would be deleted."""
-    from lake_orchestration.hudi.model.avro import RollbackPlan
-
-    if isinstance(result, RollbackPlan):
-        requests = result.rollback_requests or ()
-        return {
-            "instant": instant,
-            "reason": reason,
-            "dry_run": True,
-            "files_to_delete": [f for req in requests for f in req.files_to_be_deleted],
-            "log_files_with_blocks": [f for req in requests for f in (req.log_blocks_to_be_deleted or {})],
-        }
-    return {"instant": instant, "reason": reason, "rollback_instant": str(result.time)}
-
-
-def _print_rollbacks(rows: list[dict[str, Any]]) -> None:
-    if not rows:
+def _print_rollbacks(results: list[RollbackResult]) -> None:
+    if not results:
         click.echo("Nothing to roll back")
-    for row in rows:
-        if row.get("dry_run"):
+    for r in results:
+        if r.dry_run:
             click.echo(
-                f"Would roll back {row['instant']} ({row['reason']}): delete {len(row['files_to_delete'])} "
-                f"file(s), add rollback blocks for {len(row['log_files_with_blocks'])} log file(s)"
+                f"Would roll back {r.instant} ({r.reason}): delete {len(r.files_to_delete)} file(s), add rollback "
+                f"blocks for {len(r.log_files_with_blocks)} log file(s)"
             )
         else:
-            click.echo(f"Rolled back {row['instant']} ({row['reason']}) with rollback {row['rollback_instant']}")
+            click.echo(f"Rolled back {r.instant} ({r.reason}) with rollback {r.rollback_instant.time}")
+
+
+def _print_removed_rollback(r: RemovedRollback, path: str) -> None:
+    click.echo(
+        f"{'Would remove' if r.dry_run else 'Removed'} the pending rollback {r.instant} whose plan does not decode: "
+        f"{', '.join(r.files)}. Roll back its failed write again (lake-orch rollback {path} --stale)"
+    )
 
 
 def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
@@ -88,7 +80,12 @@ def rollback_cmd(
     out: Output,
 ) -> None:
     """Roll back a failed write: delete its files, add rollback command blocks (MOR), remove its instant."""
-    from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
+    from lake_orchestration.hudi.services.rollback import (
+        RemovedRollback,
+        RollbackResult,
+        rollback_stale_writes,
+        rollback_write,
+    )
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
     if bool(instant_time) == stale:
@@ -99,25 +96,23 @@ def rollback_cmd(
         from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
 
         removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, config=cfg)
-
-        def print_removed(r: dict[str, Any]) -> None:
-            click.echo(
-                f"{'Would remove' if dry_run else 'Removed'} the pending rollback {instant_time} whose plan does not "
-                f"decode: {', '.join(r['files'])}. Roll back its failed write again (lake-orch rollback {path} --stale)"
-            )
-
-        out.show({"removed_pending_rollback": instant_time, "dry_run": dry_run, "files": removed}, print_removed)
+        out.show(
+            RemovedRollback(instant=instant_time, dry_run=dry_run, files=tuple(removed)),
+            lambda r: _print_removed_rollback(r, path),
+        )
         return
     if instant_time:
-        results = [(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, config=cfg))]
+        results = [
+            RollbackResult.of(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, config=cfg))
+        ]
     else:
         results = [
-            (str(s.instant.time), s.reason, r)
+            RollbackResult.of(str(s.instant.time), s.reason, r)
             for s, r in rollback_stale_writes(
                 t, timeout_s=duration_seconds(timeout) if timeout else None, dry_run=dry_run, config=cfg
             )
         ]
-    out.show([_rollback_row(*r) for r in results], _print_rollbacks)
+    out.show(results, _print_rollbacks)
 
 
 # -- clean / savepoint -------------------------------------------------------------------------------------------
