@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from lake_orchestration.hudi.model.schema import (
     RECORD_KEY,
     avro_to_arrow_schema,
 )
+from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings, seqnos, write_base_file
 from lake_orchestration.hudi.write.records import OP_COLUMN
@@ -61,6 +62,8 @@ class FileGroupWriteContext:
     """Base instant of the group's latest slice (None: a new file group)."""
     base_file_name: str | None = None
     """The latest slice's base file, if any."""
+    base_bootstrap_source: str | None = None
+    """The bootstrap source file of that base file when it is a METADATA_ONLY skeleton (its data columns)."""
     avro_schema_json: str
     """Writer schema with meta fields."""
     ordering_field: str | None = None
@@ -279,8 +282,10 @@ def _merge(
 ) -> WriteStat:
     """Copy-on-write: rewrite the base file with updates applied, deletes removed, inserts added."""
     t0 = time.monotonic()
-    old_path = storage.join(ctx.partition_path, str(ctx.base_file_name))
-    old = storage.open_parquet(old_path).read()
+    old_file = BaseFile.parse(str(ctx.base_file_name), partition_path=ctx.partition_path)
+    if ctx.base_bootstrap_source is not None:  # a bootstrap skeleton: its records are stitched with the source's
+        old_file = replace(old_file, bootstrap_source=ctx.base_bootstrap_source)
+    old = open_base_file(storage, old_file).read()
     old = conform(old, schema)
     incoming_keys = data.column(RECORD_KEY).combine_chunks()
     pos = pc.fill_null(pc.index_in(old.column(RECORD_KEY), value_set=incoming_keys), -1).to_numpy(zero_copy_only=False)

@@ -534,6 +534,7 @@ def _tasks(
             file_id=fid,
             base_instant=str(s.base_instant) if s is not None else None,
             base_file_name=s.base_file.name if s is not None and s.base_file is not None else None,
+            base_bootstrap_source=s.base_file.bootstrap_source if s is not None and s.base_file is not None else None,
             attempt=TaskAttempt(n, 1, n),
         )
         out.append((ctx, recs))

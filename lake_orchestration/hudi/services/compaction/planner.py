@@ -15,7 +15,15 @@ import pendulum
 from lake_orchestration.errors import InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
 from lake_orchestration.hudi.model.file_group import FileSlice
-from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.model.instant import (
+    FULL_BOOTSTRAP_INSTANT,
+    INIT_INSTANT,
+    METADATA_BOOTSTRAP_INSTANT,
+    Action,
+    Instant,
+    InstantTime,
+    State,
+)
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName, TriggerStrategy
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -117,6 +125,9 @@ def order_and_filter(ops: list[CompactionOperation], cfg: CompactionConfig) -> l
 
 def _seconds(t: str) -> int:
     """``parsedToSeconds``: the instant's epoch milliseconds / 1000, truncated to whole seconds (as Java)."""
+    # a bootstrap's 0000000000000{1,2}: ``new Date(Integer.parseInt(ts))`` (parseDateFromInstantTimeSafely)
+    if t in (INIT_INSTANT, METADATA_BOOTSTRAP_INSTANT, FULL_BOOTSTRAP_INSTANT):
+        return int(t) // 1000
     return int(InstantTime(t).to_datetime().timestamp())
 
 
@@ -202,7 +213,8 @@ def generate_plan(table: HudiTable, cfg: CompactionConfig) -> CompactionPlan:
                     file_id=fs.file_id,
                     partition_path=fs.partition_path,
                     metrics=operation_metrics(fs, max_file_size=cfg.max_file_size),
-                    bootstrap_file_path=None,
+                    # a bootstrap skeleton's source file (CompactionUtils.buildFromFileSlice)
+                    bootstrap_file_path=fs.base_file.bootstrap_source if fs.base_file is not None else None,
                 )
             )
     ops = order_and_filter(ops, cfg)
