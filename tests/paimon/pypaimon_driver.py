@@ -1,7 +1,8 @@
 """Run by the pypaimon venv's interpreter (never imported by the tests): writes and scans Paimon tables with
 pypaimon and prints JSON. Independent of lake_orchestration (pypaimon pins pyarrow<20, so it runs out of process).
 
-Usage: python pypaimon_driver.py write SPEC_JSON | scan WAREHOUSE IDENTIFIER | read WAREHOUSE IDENTIFIER
+Usage: python pypaimon_driver.py write SPEC_JSON | append SPEC_JSON | scan WAREHOUSE IDENTIFIER
+       | read WAREHOUSE IDENTIFIER
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def write(spec: dict[str, Any]) -> dict[str, Any]:
         options=spec.get("options", {}),
     )
     catalog.create_table(spec["identifier"], schema, False)
+    return append(spec)
+
+
+def append(spec: dict[str, Any]) -> dict[str, Any]:
+    """Commit each batch of ``spec["commits"]`` to the existing table ``spec["identifier"]`` (same spec keys as
+    :func:`write`; only warehouse, identifier, columns and commits are used)."""
+    catalog = _catalog(spec["warehouse"])
+    pa_schema = pa.schema([pa.field(n, _TYPES[t], nullable=nullable) for n, t, nullable in spec["columns"]])
     table = catalog.get_table(spec["identifier"])
     for rows in spec["commits"]:
         builder = table.new_batch_write_builder()
@@ -96,12 +105,14 @@ def main(argv: list[str]) -> None:
     command = argv[1]
     if command == "write":
         result = write(json.loads(argv[2]))
+    elif command == "append":
+        result = append(json.loads(argv[2]))
     elif command == "scan":
         result = scan(argv[2], argv[3])
     elif command == "read":
         result = read(argv[2], argv[3])
     else:
-        raise SystemExit(f"unknown command {command!r}: expected write, scan or read")
+        raise SystemExit(f"unknown command {command!r}: expected write, append, scan or read")
     json.dump(result, sys.stdout)
 
 
