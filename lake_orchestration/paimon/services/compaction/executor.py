@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import heapq
 import io
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -36,12 +37,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import SchemaError
+from lake_orchestration.errors import InvalidOptionError, SchemaError
 from lake_orchestration.io.storage import Storage
 from lake_orchestration.paimon.model.binary_row import BinaryRow
 from lake_orchestration.paimon.model.manifest import DataFileMeta, FileSource, SimpleStats
 from lake_orchestration.paimon.model.options import CoreOptions
-from lake_orchestration.paimon.model.schema import TableSchema
+from lake_orchestration.paimon.model.schema import DataType, TableSchema
 from lake_orchestration.paimon.services.compaction.merge import (
     KEY_PREFIX,
     RETRACT_KINDS,
@@ -272,19 +273,82 @@ def _creation_time_millis() -> int:
     return int(now.replace(tzinfo=datetime.UTC).timestamp() * 1000)
 
 
-def _key_stats(data: pa.Table, schema: TableSchema) -> SimpleStats:
-    mins, maxs, nulls = [], [], []
-    for k in schema.trimmed_primary_keys:
-        col = data.column(f"{KEY_PREFIX}{k}")
-        mm = pc.min_max(col)
-        mins.append(mm["min"].as_py())
-        maxs.append(mm["max"].as_py())
+_STATS_MODE = re.compile(r"^(none|counts|full|truncate\((\d+)\))$")
+_STATS_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "DATE", "BOOLEAN", "FLOAT", "DOUBLE", "CHAR"}
+_STATS_TYPES |= {"VARCHAR", "BINARY", "VARBINARY"}
+
+
+def _stats_mode(options: dict[str, str], field: str) -> tuple[str, int | None]:
+    """``fields.<f>.stats-mode``, else ``metadata.stats-mode`` (default ``truncate(16)``) as (mode, length).
+
+    Raises:
+        InvalidOptionError: Not none, counts, full or truncate(N).
+    """
+    key = f"fields.{field}.stats-mode"
+    if key not in options:
+        key = "metadata.stats-mode"
+    raw = options.get(key, "truncate(16)")
+    m = _STATS_MODE.match(raw.strip().lower())
+    if m is None:
+        raise InvalidOptionError(
+            f"Invalid Paimon table option {key}={raw!r}: expected none, counts, full or truncate(N)"
+        )
+    return m.group(1).split("(")[0], (int(m.group(2)) if m.group(2) else None)
+
+
+def _truncate_max(value: str, length: int) -> str | None:
+    """Java ``TruncateSimpleColStatsCollector``: the first ``length`` code points with the last one rounded up (a
+    bound above every string with that prefix); None when no code point can be rounded up."""
+    if len(value) <= length:
+        return value
+    chars = list(value[:length])
+    for i in range(length - 1, -1, -1):
+        nxt = ord(chars[i]) + 1
+        if 0xD800 <= nxt <= 0xDFFF:
+            nxt = 0xE000
+        if nxt <= 0x10FFFF:
+            return "".join(chars[:i]) + chr(nxt)
+    return None
+
+
+def _column_stats(
+    data: pa.Table, columns: list[str], fields: list[str], types: tuple[DataType, ...], options: dict[str, str]
+) -> tuple[SimpleStats, bool]:
+    """Min/max/null counts of ``columns`` as Java's stats collectors fill them; (stats, False) when a column's type
+    has no min/max here (nested types, wide decimals and timestamps): the caller then stores no statistics."""
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls: list[int | None] = []
+    for name, field, dtype in zip(columns, fields, types, strict=True):
+        col = data.column(name)
+        mode, length = _stats_mode(options, field)
+        supported = dtype.root in _STATS_TYPES or (dtype.root == "DECIMAL" and dtype.precision <= 18)
+        if mode == "none":
+            mins.append(None)
+            maxs.append(None)
+            nulls.append(None)
+            continue
         nulls.append(col.null_count)
-    types = schema.key_types
-    return SimpleStats(
-        min_values=BinaryRow.from_values(mins, types),
-        max_values=BinaryRow.from_values(maxs, types),
-        null_counts=tuple(nulls),
+        if mode == "counts":
+            mins.append(None)
+            maxs.append(None)
+            continue
+        if not supported:
+            return SimpleStats(min_values=BinaryRow.empty(), max_values=BinaryRow.empty(), null_counts=()), False
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if mode == "truncate" and length is not None and isinstance(lo, str):
+            lo = lo[:length]
+            hi = None if hi is None else _truncate_max(hi, length)
+        mins.append(lo)
+        maxs.append(hi)
+    return (
+        SimpleStats(
+            min_values=BinaryRow.from_values(mins, types),
+            max_values=BinaryRow.from_values(maxs, types),
+            null_counts=tuple(nulls),
+        ),
+        True,
     )
 
 
@@ -326,6 +390,12 @@ class _RollingWriter:
         path = self.storage.join(self.task.compaction.bucket_path, name)
         self.storage.write_bytes(path, payload)
         self.written.append(self.storage.relative(path))
+        options = dict(schema.options)
+        keys = list(schema.trimmed_primary_keys)
+        key_stats, _ = _column_stats(data, [f"{KEY_PREFIX}{k}" for k in keys], keys, schema.key_types, options)
+        names = [f.name for f in schema.fields]
+        value_types = tuple(f.type for f in schema.fields)
+        value_stats, has_value_stats = _column_stats(data, names, names, value_types, options)
         seqs = pc.min_max(data.column(SEQUENCE_NUMBER))
         deletes = pc.sum(pc.is_in(data.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))).as_py() or 0
         return DataFileMeta(
@@ -334,9 +404,8 @@ class _RollingWriter:
             row_count=data.num_rows,
             min_key=_key_row(data, schema, 0),
             max_key=_key_row(data, schema, data.num_rows - 1),
-            key_stats=_key_stats(data, schema),
-            # no value statistics (dense stats of zero columns), as pypaimon writes and Java with stats mode none
-            value_stats=SimpleStats(min_values=BinaryRow.empty(), max_values=BinaryRow.empty(), null_counts=()),
+            key_stats=key_stats,
+            value_stats=value_stats,
             min_sequence_number=seqs["min"].as_py(),
             max_sequence_number=seqs["max"].as_py(),
             schema_id=schema.id,
@@ -345,7 +414,8 @@ class _RollingWriter:
             creation_time=_creation_time_millis(),
             delete_row_count=int(deletes),
             file_source=FileSource.COMPACT,
-            value_stats_cols=(),
+            # None: every value column has statistics; (): none has (dense statistics of zero columns)
+            value_stats_cols=None if has_value_stats else (),
         )
 
 
