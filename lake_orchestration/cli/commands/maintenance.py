@@ -205,10 +205,8 @@ def savepoint_create(
     from lake_orchestration.hudi.table.lock import LockConfig
 
     lock = LockConfig.from_options(parse_options(options))
-    r = create_savepoint(open_table(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
-    if not isinstance(r, SavepointResult):  # the metadata it records
-        r = SavepointResult(instant=instant_time, dry_run=dry_run, metadata=r)
-    out.show(r, _print_savepoint)
+    md = create_savepoint(open_table(path), instant_time, user=user, comments=comments, dry_run=dry_run, lock=lock)
+    out.show(SavepointResult(instant=instant_time, dry_run=dry_run, metadata=md), _print_savepoint)
 
 
 @savepoint_group.command("delete")
