@@ -18,7 +18,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, iter
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, SavepointMetadata, schema_text
 from lake_orchestration.hudi.model.instant import INSTANT_FORMAT
 from lake_orchestration.hudi.model.properties import TableType
-from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive import archive, merge_archive_files, run_archive
 from lake_orchestration.hudi.services.archive.executor import archive_records
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.archive.planner import raw_instants
@@ -350,6 +350,34 @@ def test_archive_merge_small_files_end_as_one_with_every_instant_readable(tmp_pa
     assert sorted({k[0] for k in keys}) == times[:12]
     archived = ArchivedTimeline.load(HudiTable(str(path)).storage)
     assert all(e.entry.hoodie_commit_metadata is not None for e in archived)
+
+
+def test_archive_step_then_merge_step_end_as_run_archive_does(tmp_path: Path) -> None:
+    path = _table(tmp_path, 35, TableType.COPY_ON_WRITE)
+    times = _completed_commit_times(path)
+    before = hudi_rs_snapshot(path)
+    for lo in (31, 27, 23):
+        options = {
+            "hoodie.keep.min.commits": str(lo),
+            "hoodie.keep.max.commits": str(lo + 1),
+            "hoodie.archive.merge.enable": "true",
+            "hoodie.archive.merge.files.batch.size": "3",
+        }
+        config = ArchiveConfig.from_options(options)
+        archived = archive(HudiTable(str(path)), config)
+        assert len(archived.archived_instants) == 4 and not archived.merge.candidates  # the step never merges
+        merged = merge_archive_files(HudiTable(str(path)), config)
+    # the last merge step merged the three small files, as run_archive's third run does
+    assert merged.candidates == (
+        ".commits_.archive.3_1-0-1",
+        ".commits_.archive.2_1-0-1",
+        ".commits_.archive.1_1-0-1",
+    )
+    assert _archive_files(path) == [".commits_.archive.4_1-0-1"] == [merged.merged_file]
+    keys = _archived_keys(path)
+    assert len(keys) == len(set(keys)) == 36
+    assert sorted({k[0] for k in keys}) == times[:12]
+    assert_same_rows(hudi_rs_snapshot(path), before)
 
 
 @pytest.mark.parametrize("stage", ["merge_plan_written", "merged_file_written", "first_candidate_deleted"])
