@@ -455,3 +455,48 @@ def test_writer_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: 
     assert not HudiTable(str(path)).has_metadata_table()
     keys = set(hudi_rs_snapshot(path).column("uuid").to_pylist())
     assert set(batch.column("uuid").to_pylist()) <= keys
+
+
+def test_clean_execute_then_commit_as_separate_steps_completes_once(tmp_path: Path) -> None:
+    import pickle
+
+    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
+
+    path = _mor(tmp_path)
+    snapshot = hudi_rs_snapshot(path)
+    inst, planning, _ = schedule_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
+    )
+    assert inst is not None and planning is not None and planning.file_count > 0
+    execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    # executed: every planned file gone, the clean still inflight, its attempt's heartbeat kept for the commit
+    assert not {f.rsplit("/", 1)[-1] for fs in planning.files.values() for f in fs} & {
+        Path(f).name for f in _data_files(path)
+    }
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
+    heartbeat = path / ".hoodie" / ".heartbeat" / str(inst.time)
+    assert heartbeat.read_bytes() == execution.attempt
+    files_after_execute = _data_files(path)
+    # the commit may run elsewhere (a Dagster op): the execution pickles, and committing deletes nothing more
+    md = commit_clean(HudiTable(str(path)), pickle.loads(pickle.dumps(execution)))
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).is_completed
+    assert md.total_files_deleted == planning.file_count == execution.deleted
+    assert _data_files(path) == files_after_execute and not heartbeat.exists()
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+
+
+def test_clean_commit_refused_when_another_attempt_took_over(tmp_path: Path) -> None:
+    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
+
+    path = _mor(tmp_path)
+    inst, _, _ = schedule_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
+    )
+    assert inst is not None
+    execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    heartbeat = path / ".hoodie" / ".heartbeat" / str(inst.time)
+    heartbeat.write_bytes(b"another attempt\n")  # judged dead and taken over meanwhile
+    with pytest.raises(InvalidInstantStateError, match="no longer this process's"):
+        commit_clean(HudiTable(str(path)), execution)
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
+    assert heartbeat.read_bytes() == b"another attempt\n"  # the other attempt's heartbeat is left alone
