@@ -500,3 +500,27 @@ def test_clean_commit_refused_when_another_attempt_took_over(tmp_path: Path) -> 
         commit_clean(HudiTable(str(path)), execution)
     assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
     assert heartbeat.read_bytes() == b"another attempt\n"  # the other attempt's heartbeat is left alone
+
+
+def test_clean_plan_decodes_each_pending_compaction_plan_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lake_orchestration.hudi.model.avro import CompactionPlan
+
+    path = _mor(tmp_path, rounds=7, compact_every=3)
+    assert schedule_compaction(HudiTable(str(path)), force=True).scheduled
+    decoded: list[str] = []
+    real = CompactionPlan.from_bytes.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, data, *, path):  # type: ignore[no-untyped-def]
+        decoded.append(path)
+        return real(cls, data, path=path)
+
+    monkeypatch.setattr(CompactionPlan, "from_bytes", classmethod(counting))
+    planning = plan_clean(
+        HudiTable(str(path)),
+        CleanConfig.from_options(
+            {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1"}
+        ),
+    )
+    # the file-system view and the cleaner's pending bases both need the plan: decoded once
+    assert len(decoded) == 1 and decoded[0].endswith(".compaction.requested"), decoded
+    assert planning.partitions_scanned
