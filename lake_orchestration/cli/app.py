@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from lake_orchestration.cli.commands.bootstrap import bootstrap_cmd
 from lake_orchestration.cli.commands.compaction import compaction_group, log_compaction_group
 from lake_orchestration.cli.commands.demo import demo_cmd
 from lake_orchestration.cli.commands.inspect import fsview_group, read_cmd, table_group, timeline_group
@@ -50,6 +51,7 @@ for command in (
     clean_cmd,
     savepoint_group,
     archive_cmd,
+    bootstrap_cmd,
     demo_cmd,
 ):
     cli.add_command(command)

@@ -178,6 +178,18 @@ def list_source_partitions(source: Storage) -> list[tuple[str, list[SourceFile]]
     return sorted(by_level[max(by_level)]) if by_level else []
 
 
+def hive_style_folders(source_path: str, partition_fields: tuple[str, ...], *, storage_options: Any = None) -> bool:
+    """True if the source's partition folders are ``<field>=<value>`` for the partition fields (what
+    ``hoodie.datasource.write.hive_style_partitioning`` must then be); False when not partitioned or empty."""
+    if not partition_fields:
+        return False
+    folders = list_source_partitions(Storage(source_path, options=storage_options))
+    if not folders or not folders[0][0]:
+        return False
+    segments = folders[0][0].split("/")
+    return all(seg.startswith(f"{f}=") for f, seg in zip(partition_fields, segments, strict=False))
+
+
 def _check_table(base_uri: str, storage_options: dict[str, str] | None) -> None:
     """Refuse a table that already has commits or a pending bootstrap (Java: "Active Timeline is expected to be
     empty for bootstrap to be performed")."""
@@ -197,6 +209,27 @@ def _check_table(base_uri: str, storage_options: dict[str, str] | None) -> None:
         raise PlanError(
             f"Cannot bootstrap {base_uri}: a failed bootstrap left {pending[0].file_name} pending; roll it back "
             "first (rollback_bootstrap, or lake-orch rollback --instant <instant>)"
+        )
+
+
+def _check_partition_folder(source: Storage, folder: str, config: BootstrapConfig) -> None:
+    """The source folder must be the partition path the table's key generator gives its rows: the skeletons are
+    placed by folder (Java's identity ``BootstrapPartitionPathTranslator``), while FULL_RECORD rows and later
+    upserts are placed by the key generator; a mismatch would split a record between two partitions."""
+    fields = config.write.partition_fields
+    segments = folder.split("/") if folder else []
+    hive = config.write.hive_style_partitioning
+    expected = "/".join(f"{f}=<value>" if hive else "<value>" for f in fields) or "(the top level)"
+    ok = len(segments) == len(fields) and all(
+        seg.startswith(f"{f}=") if hive else "=" not in seg for f, seg in zip(fields, segments, strict=True)
+    )
+    if not ok:
+        hint = ""
+        if not hive and fields and all(seg.startswith(f"{f}=") for f, seg in zip(fields, segments, strict=False)):
+            hint = " (hive-style folders: set hoodie.datasource.write.hive_style_partitioning=true)"
+        raise PlanError(
+            f"Source partition folder {source.uri(source.join(folder))} does not match the table's partition path "
+            f"layout {expected} for partition field(s) {list(fields)}{hint}"
         )
 
 
@@ -232,6 +265,8 @@ def plan_bootstrap(
             f"Cannot bootstrap from {source.uri(first.path)}: key/partition field(s) {missing} are not columns of "
             f"the source files (columns: {arrow.names})"
         )
+    for p, _ in folders:
+        _check_partition_folder(source, p, config)
     schema = arrow_to_avro_schema(pa.schema(columns), table_name=config.write.table_name)
     return BootstrapPlan(
         table_uri=base_uri,

@@ -41,7 +41,7 @@ class BootstrapResult:
     """``00000000000002`` when FULL_RECORD partitions were committed."""
     skeleton_files: int = 0
     """Skeleton base files written (one per METADATA_ONLY source file)."""
-    full_record_files: int = 0
+    full_record_base_files: int = 0
     """Base files the FULL_RECORD bulk insert wrote."""
     full_record_rows: int = 0
     """Rows the FULL_RECORD bulk insert wrote."""
@@ -54,7 +54,7 @@ class BootstrapResult:
             "metadata_only_instant": self.metadata_only_instant,
             "full_record_instant": self.full_record_instant,
             "skeleton_files": self.skeleton_files,
-            "full_record_files": self.full_record_files,
+            "full_record_base_files": self.full_record_base_files,
             "full_record_rows": self.full_record_rows,
         }
 
@@ -147,6 +147,6 @@ def bootstrap(
         metadata_only_instant=metadata_instant,
         full_record_instant=full.instant if full is not None else None,
         skeleton_files=skeletons,
-        full_record_files=len(full.files_written) if full is not None else 0,
+        full_record_base_files=len(full.files_written) if full is not None else 0,
         full_record_rows=full.inserted if full is not None else 0,
     )
