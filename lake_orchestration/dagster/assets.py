@@ -126,13 +126,13 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     """
     from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.model.instant import Action
-    from lake_orchestration.hudi.services.compaction import CompactionConfig, commit_execution, execute_plan
+    from lake_orchestration.hudi.services.compaction import commit_execution, execute_plan
 
     pool = translator.get_pool(cfg)
     tags = translator.get_tags(cfg, "compaction")
 
     def compaction_config() -> Any:
-        return CompactionConfig.from_options(cfg.service_options("compaction"))
+        return cfg.compaction_config()
 
     @dg.op(
         name=translator.get_op_name(cfg, "compaction_execute_plan"),

@@ -82,10 +82,9 @@ def _timeline_length(cfg: HudiTableConfig, health: TableHealth) -> dg.AssetCheck
 
 
 def _small_archive_files(cfg: HudiTableConfig, table: HudiTable) -> dg.AssetCheckResult:
-    from lake_orchestration.hudi.services.archive import ArchiveConfig
     from lake_orchestration.hudi.table.archived_timeline import archive_dir, list_archive_files
 
-    ac = ArchiveConfig.from_options(cfg.service_options("archive"), table_properties=table.config.raw)
+    ac = cfg.archive_config(table.config.raw)
     files = list_archive_files(table.storage, archive_dir(table.storage, table.config.archivelog_folder))
     small = [f for f in files if f.size <= ac.merge_small_file_limit_bytes]
     return dg.AssetCheckResult(

@@ -13,12 +13,13 @@ location's config file (:func:`load_config_file`). They are ``dg.Model`` (pydant
 cannot express an optional discriminated union, a datetime or a string-or-number option value.
 """
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlparse
 
 import dagster as dg
@@ -27,6 +28,12 @@ import yaml
 
 from lake_orchestration.config.keys import HOODIE_PREFIX
 from lake_orchestration.errors import LakeOrchestrationError
+
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+    from lake_orchestration.hudi.services.clean.config import CleanConfig
+    from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -368,10 +375,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
                 f"storage.provider {self.storage.provider!r} does not match base_path {self.base_path!r}: "
                 f"expected {expected}"
             )
-        from lake_orchestration.hudi.services.compaction import CompactionConfig
-
         try:
-            CompactionConfig.from_options(self.service_options("compaction"))
+            self.compaction_config()
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self
@@ -383,6 +388,52 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         maps = {"compaction": self.compaction_options, "clean": self.clean_options, "archive": self.archive_options}
         order = [m for name, m in maps.items() if name != service] + ([maps[service]] if service else [])
         return {k: _option_str(v) for m in order for k, v in m.items()}
+
+    # -- the core's typed configs (Hudi keys parsed here, at the edge; core code never sees these models) --------
+    def compaction_config(self) -> "CompactionConfig":
+        """The core compaction settings of :meth:`service_options` ``("compaction")``.
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+
+        return CompactionConfig.from_options(self.service_options("compaction"))
+
+    def clean_config(self) -> "CleanConfig":
+        """The core clean settings of :meth:`service_options` ``("clean")``.
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.clean.config import CleanConfig
+
+        return CleanConfig.from_options(self.service_options("clean"))
+
+    def archive_config(
+        self, table_properties: Mapping[str, str], *, merge_enable: bool | None = None
+    ) -> "ArchiveConfig":
+        """The core archive settings: :meth:`service_options` ``("archive")`` over the table's ``hoodie.properties``
+        over Hudi's defaults; ``merge_enable`` overrides ``hoodie.archive.merge.enable``.
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+
+        config = ArchiveConfig.from_options(self.service_options("archive"), table_properties=table_properties)
+        return config if merge_enable is None else dataclasses.replace(config, merge_enable=merge_enable)
+
+    def rollback_config(self) -> "RollbackConfig":
+        """The core rollback settings of :meth:`service_options` (``hoodie.metadata.enable=false`` set under any
+        service lets a table with a metadata table be rolled back).
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+
+        return RollbackConfig.from_options(self.service_options())
 
     def storage_options(self) -> dict[str, Any]:
         """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them)."""

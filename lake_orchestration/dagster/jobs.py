@@ -19,7 +19,6 @@ from typing import Any
 
 import dagster as dg
 
-from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import hudi_step
 from lake_orchestration.dagster.resources import spark_engine
@@ -56,7 +55,7 @@ def build_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator
 
 def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__schedule_compaction``: schedule-plan."""
-    from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+    from lake_orchestration.hudi.services.compaction import schedule_compaction
 
     @dg.op(
         name=translator.get_op_name(cfg, "schedule_compaction"),
@@ -66,9 +65,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
     )
     def schedule_op(context: dg.OpExecutionContext) -> None:
         with hudi_step(cfg) as step:
-            r = schedule_compaction(
-                step.open_table(), config=CompactionConfig.from_options(cfg.service_options("compaction"))
-            )
+            r = schedule_compaction(step.open_table(), config=cfg.compaction_config())
         context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
         context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
 
@@ -82,7 +79,6 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
 def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
     from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
-    from lake_orchestration.hudi.services.rollback.config import RollbackConfig as HudiRollbackConfig
 
     @dg.op(
         name=translator.get_op_name(cfg, "rollback"),
@@ -94,7 +90,7 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
         with hudi_step(cfg, instant=config.instant_time) as step:
             table = step.open_table()
             # hoodie.metadata.enable=false among the options lets a metadata table go
-            rollback = HudiRollbackConfig.from_options(cfg.service_options())
+            rollback = cfg.rollback_config()
             if config.instant_time:
                 done = [
                     (
@@ -163,7 +159,6 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     """
     from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.services.clean import (
-        CleanConfig,
         commit_clean,
         execute_clean_plan,
         pending_cleans,
@@ -176,7 +171,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     tags = translator.get_tags(cfg, "clean")
 
     def clean_config() -> Any:
-        return CleanConfig.from_options(cfg.service_options("clean"))
+        return cfg.clean_config()
 
     @dg.op(name=translator.get_op_name(cfg, "clean_plan"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
     def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> PlannedClean:
@@ -330,16 +325,13 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
         tags=tags,
     )
     def archive_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> bool:
-        from lake_orchestration.hudi.services.archive import ArchiveConfig, run_archive
+        from lake_orchestration.hudi.services.archive import run_archive
 
         dry = _dry(config, cfg.archive_dry_run)
         # the merge is the next op's; here archive only
         with hudi_step(cfg) as step:
             table = step.open_table()
-            options = {**cfg.service_options("archive"), HoodieKey.ARCHIVE_MERGE_ENABLE.key: "false"}
-            res = run_archive(
-                table, ArchiveConfig.from_options(options, table_properties=table.config.raw), dry_run=dry
-            )
+            res = run_archive(table, cfg.archive_config(table.config.raw, merge_enable=False), dry_run=dry)
         context.log.info(
             f"{cfg.name}: {'would archive' if dry else 'archived'} {len(res.archived_instants)} instant(s)"
             + (f" into {res.archive_file}" if res.archive_file else "")
@@ -365,12 +357,11 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
         tags=tags,
     )
     def merge_op(context: dg.OpExecutionContext, dry: bool) -> None:
-        from lake_orchestration.hudi.services.archive import ArchiveConfig, merge_archive_files
+        from lake_orchestration.hudi.services.archive import merge_archive_files
 
         with hudi_step(cfg) as step:
             table = step.open_table()
-            archive = ArchiveConfig.from_options(cfg.service_options("archive"), table_properties=table.config.raw)
-            m = merge_archive_files(table, archive, dry_run=dry)
+            m = merge_archive_files(table, cfg.archive_config(table.config.raw), dry_run=dry)
         context.log.info(
             f"{cfg.name}: merge of small archive files: "
             + (f"{len(m.candidates)} file(s) into {m.merged_file}" if m.merged_file else "nothing to merge")

@@ -116,7 +116,7 @@ def test_literal_secret_in_env_field_is_refused_without_echoing_it() -> None:
         ({"name": "a-b", "base_path": "/x"}, r"name: expected letters, digits and underscores"),
         (
             {"name": "a", "base_path": "/x", "compaction_options": {"hoodie.compact.inline.max.delta.commits": "x"}},
-            r"hoodie\.compact\.inline\.max\.delta\.commits='x' \(int expected\)",
+            r"hoodie\.compact\.inline\.max\.delta\.commits='x': expected an integer >= 0",
         ),
         ({"name": "a", "base_path": "/x", "clean_options": {"commits_retained": 3}}, r"clean_options take Hudi's keys"),
         (
