@@ -1,10 +1,14 @@
-"""A real browser on the Dagster UI: the demo code location's compaction asset lists its pending plans as partitions.
+"""A real browser on the Dagster UI: the demo's compaction asset lists its pending plans as partitions; a run shows
+execute_plan and commit as separate steps.
 
 What a user does, end to end: the demo MOR table ``demo_trips`` with a compaction plan scheduled on it, the code
 location (``workspace.yaml`` -> ``definitions``) serving it, its ``demo_trips__pending_compaction_sensor`` registering
 that instant as a partition of ``hudi/demo_trips/compaction`` (applied to the instance as the sensor daemon applies
 it), then ``dagster-webserver`` serving the UI and headless Chromium (Debian's package, driven over the DevTools
 protocol by ``tests/browser/cdp.py``) opening the asset's partitions page.
+
+A second test launches a run of that partition through the webserver (its run worker executes one process per
+step) and opens the run's page: ``execute_plan`` and ``commit`` are two steps of the compaction run.
 
 The expected instants come from the table's timeline (``.hoodie/<t>.compaction.requested``), not from Dagster.
 Set ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` to refresh the screenshot kept in ``docs/img/``; otherwise it goes to tmp.
@@ -88,7 +92,11 @@ def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     monkeypatch.syspath_prepend(str(REPO_ROOT))  # the code location's module, as workspace.yaml loads it
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    # runs launched through the webserver start at once (no daemon dequeues them in these tests)
+    (home / "dagster.yaml").write_text(
+        "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster._core.run_coordinator\n"
+        "  class: DefaultRunCoordinator\n"
+    )
     monkeypatch.setenv("LAKE_ORCH_DEMO_DIR", str(demo_dir))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
 
@@ -149,6 +157,16 @@ def webserver(demo_location: DemoLocation) -> Iterator[str]:
         yield url
     finally:
         _kill_group(proc)
+
+
+def _graphql(url: str, query: str, variables: dict[str, object] | None = None) -> dict[str, object]:
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    req = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        answer = json.loads(resp.read().decode())
+    if answer.get("errors"):
+        pytest.fail(f"GraphQL errors: {answer['errors']}")
+    return answer["data"]
 
 
 def _wait_loaded(url: str, proc: subprocess.Popen[bytes], log: Path, *, timeout: float) -> None:
@@ -245,3 +263,93 @@ def test_compaction_partitions_page_shows_table_asset_and_pending_plans(
             what="the asset overview with its description and the table asset upstream",
         )
         assert table_label in upstream_of(text)
+
+
+LAUNCH_RUN = """
+mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on InvalidSubsetError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+RUN_STATUS = """
+query($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run { status stepStats { stepKey status attempts { startTime } } }
+  }
+}
+"""
+EXECUTE_PLAN_OP = f"{TABLE}__compaction_execute_plan_op"
+COMMIT_OP = f"{TABLE}__compaction_commit_op"
+RUN_SCREENSHOT = REPO_ROOT / "docs" / "img" / "dagster-compaction-run.png"
+
+
+def test_compaction_run_page_shows_execute_plan_and_commit_steps(
+    chromium: str, demo_location: DemoLocation, webserver: str, tmp_path: Path
+) -> None:
+    """A run of the compaction partition launched through the webserver (a run worker, one process per step, Spark
+    for execute_plan) shows execute_plan and commit as two steps of the run; the plan is committed once and the
+    independent reader returns the same rows."""
+    from lake_orchestration.hudi.table import HudiTable
+    from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+
+    (instant,) = demo_location.pending
+    base = demo_location.demo_dir / TABLE
+    before = hudi_rs_snapshot(base)
+    params = {
+        "selector": {
+            "repositoryLocationName": "definitions",
+            "repositoryName": "__repository__",
+            "jobName": f"{TABLE}__compaction",
+            "assetSelection": [{"path": [*TABLE_KEY.split("/"), "compaction"]}],
+        },
+        "mode": "default",
+        "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": instant}]},
+    }
+    launched = _graphql(webserver, LAUNCH_RUN, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    deadline = time.monotonic() + 300
+    run: dict = {}
+    while time.monotonic() < deadline:
+        run = _graphql(webserver, RUN_STATUS, {"runId": run_id})["runOrError"]
+        if run.get("status") in ("SUCCESS", "FAILURE", "CANCELED"):
+            break
+        time.sleep(1)
+    assert run.get("status") == "SUCCESS", (run, (demo_location.dagster_home / "webserver.log").read_text()[-3000:])
+    steps = {s["stepKey"].rsplit(".", 1)[-1]: s for s in run["stepStats"]}
+    assert set(steps) == {EXECUTE_PLAN_OP, COMMIT_OP}
+    assert all(s["status"] == "SUCCESS" for s in steps.values())
+    assert len(steps[EXECUTE_PLAN_OP]["attempts"]) == 1  # the plan executed once
+
+    # the table: the plan is committed, the snapshot unchanged, as the independent reader sees it
+    done = HudiTable(str(base)).timeline.get(instant)
+    assert done is not None and done.is_completed and done.action.value == "commit"
+    assert_same_rows(hudi_rs_snapshot(base), before, ignore=REWRITTEN_BY_SERVICES)
+
+    with Browser(chromium) as browser:
+        browser.goto(f"{webserver}/runs/{run_id}")
+        text = browser.wait_for(
+            lambda t: EXECUTE_PLAN_OP in t and COMMIT_OP in t and "Success" in t,
+            timeout=60,
+            what=f"the run page with the steps {EXECUTE_PLAN_OP} and {COMMIT_OP}",
+        )
+        assert "Failure" not in text
+        _dismiss_community_dialog(browser)
+        # for the picture: the Gantt chart's first mode (flat: one box per step, named), the toolbar's first button
+        browser.evaluate(
+            "(() => { const l = [...document.querySelectorAll('label')]"
+            ".find(l => l.innerText.includes('Hide not started steps')); let el = l;"
+            " for (let i = 0; i < 4 && el; i++) { el = el.parentElement; const b = el && el.querySelector('button');"
+            " if (b) { b.click(); return true; } } return false; })()"
+        )
+        shot = RUN_SCREENSHOT if UPDATE_SCREENSHOT else tmp_path / RUN_SCREENSHOT.name
+        time.sleep(0.5)
+        browser.screenshot(shot)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
