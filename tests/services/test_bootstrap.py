@@ -1,0 +1,401 @@
+"""Bootstrap of a parquet dataset (METADATA_ONLY, FULL_RECORD, regex-mixed): the snapshot read equals the source rows
+with the expected meta columns, FULL_RECORD partitions read equal in hudi-rs, upsert and compaction afterwards give
+what an independent pandas model gives, the source files are never modified, a crash is rolled back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from lake_orchestration.cli.app import cli
+from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.errors import PlanError
+from lake_orchestration.hudi.hfile.bootstrap_index import (
+    BOOTSTRAP_INDEX_CLASS,
+    FILE_ID_INDEX_PATH,
+    PARTITION_INDEX_PATH,
+    BootstrapIndexReader,
+)
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
+from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.bootstrap import (
+    BootstrapConfig,
+    BootstrapMode,
+    ModeSelector,
+    bootstrap,
+    pending_bootstrap_instants,
+    rollback_bootstrap,
+)
+from lake_orchestration.hudi.services.bootstrap import committer as bootstrap_committer
+from lake_orchestration.hudi.services.bootstrap import executor as bootstrap_executor
+from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
+
+DATES = ("2024-01-01", "2024-01-02", "2024-01-03")
+FILES_PER_PARTITION = 3
+DATA_COLUMNS = ["id", "ts", "qty", "price", "flag", "note", "dt"]
+
+
+def _make_source(root: Path) -> pd.DataFrame:
+    """A hive-style partitioned parquet dataset, several files per partition; returns all its rows."""
+    frames = []
+    n = 0
+    for d in DATES:
+        for f in range(FILES_PER_PARTITION):
+            rows = 7 + 3 * f
+            t = pa.table(
+                {
+                    "id": pa.array([f"key-{n + i:05d}" for i in range(rows)]),
+                    "ts": pa.array([1000 + i for i in range(rows)], pa.int64()),
+                    "qty": pa.array([i * f for i in range(rows)], pa.int32()),
+                    "price": pa.array([i / 4 for i in range(rows)], pa.float64()),
+                    "flag": pa.array([i % 2 == 0 for i in range(rows)]),
+                    "note": pa.array([None if i % 3 == 0 else f"n{i}" for i in range(rows)], pa.string()),
+                    "dt": pa.array([d] * rows),
+                }
+            )
+            n += rows
+            folder = root / f"dt={d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(t, folder / f"part-{f:05d}.parquet", row_group_size=4)
+            frames.append(t.to_pandas())
+    return pd.concat(frames, ignore_index=True)
+
+
+def _hashes(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file under ``root``: content hash and modification time (a bootstrap only reads its source)."""
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _config(source: Path, table_type: str = "MERGE_ON_READ", **extra: str) -> BootstrapConfig:
+    return BootstrapConfig.from_options(
+        {
+            HoodieKey.TABLE_NAME.key: "src",
+            HoodieKey.RECORDKEY_FIELD.key: "id",
+            HoodieKey.WRITE_PRECOMBINE_FIELD.key: "ts",
+            HoodieKey.PARTITIONPATH_FIELD.key: "dt",
+            HoodieKey.HIVE_STYLE_PARTITIONING.key: "true",
+            HoodieKey.WRITE_TABLE_TYPE.key: table_type,
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: str(source),
+            **extra,
+        }
+    )
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    root = tmp_path / "source"
+    return root, _make_source(root)
+
+
+def _check_read(table_path: Path, expected: pd.DataFrame, modes: dict[str, BootstrapMode]) -> pd.DataFrame:
+    """Our snapshot equals the source rows; meta columns as each mode writes them."""
+    got = read_snapshot_table(HudiTable(str(table_path))).to_pandas()
+    assert list(got.columns[:5]) == [
+        "_hoodie_commit_time",
+        "_hoodie_commit_seqno",
+        "_hoodie_record_key",
+        "_hoodie_partition_path",
+        "_hoodie_file_name",
+    ]
+    got = got.sort_values("id").reset_index(drop=True)
+    want = expected.sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got[DATA_COLUMNS], want[DATA_COLUMNS], check_dtype=False)
+    assert (got["_hoodie_record_key"] == got["id"]).all()
+    assert (got["_hoodie_partition_path"] == "dt=" + got["dt"]).all()
+    for dt, mode in modes.items():
+        part = got[got["dt"] == dt]
+        instant = "00000000000001" if mode is BootstrapMode.METADATA_ONLY else "00000000000002"
+        assert (part["_hoodie_commit_time"] == instant).all(), (dt, mode)
+        assert part["_hoodie_file_name"].str.endswith(f"_{instant}.parquet").all()
+        assert part["_hoodie_commit_seqno"].str.match(rf"^{instant}_\d+_\d+$").all()
+    return got
+
+
+def test_bootstrap_metadata_only_reads_source_rows_with_meta_columns(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    result = bootstrap(str(table_path), _config(root))
+
+    assert result.metadata_only_instant == "00000000000001" and result.full_record_instant is None
+    assert result.skeleton_files == len(DATES) * FILES_PER_PARTITION
+    got = _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))
+    # skeleton rows are in source order: the seqno's record index is the row's position in its source file
+    for _, grp in got.groupby(["dt", "_hoodie_file_name"]):
+        idx = grp["_hoodie_commit_seqno"].str.rsplit("_", n=1).str[1].astype(int)
+        assert sorted(idx) == list(range(len(grp)))
+        assert list(
+            grp.sort_values("_hoodie_commit_seqno", key=lambda s: s.str.rsplit("_", n=1).str[1].astype(int))["id"]
+        ) == sorted(grp["id"])
+
+    table = HudiTable(str(table_path))
+    assert table.config.raw[HoodieKey.BOOTSTRAP_BASE_PATH.key] == str(root)
+    assert table.config.raw[HoodieKey.BOOTSTRAP_INDEX_CLASS.key] == BOOTSTRAP_INDEX_CLASS
+    completed = Instant("00000000000001", Action.DELTA_COMMIT, State.COMPLETED)
+    md = CommitMetadata.from_bytes(table.read_instant(completed), path="commit")
+    assert md.operation_type == "BOOTSTRAP"
+    assert json.loads(md.extra_metadata["schema"])["name"] == "src_record"
+    assert sum(len(v) for v in md.partition_to_write_stats.values()) == result.skeleton_files
+    # skeleton files hold the five meta columns only
+    skeleton = next(table_path.glob("dt=2024-01-01/*_00000000000001.parquet"))
+    assert pq.read_schema(skeleton).names == list(got.columns[:5])
+
+    index = BootstrapIndexReader(
+        (table_path / PARTITION_INDEX_PATH).read_bytes(), (table_path / FILE_ID_INDEX_PATH).read_bytes()
+    )
+    assert index.indexed_partitions() == [f"dt={d}" for d in DATES]
+    sources = {m.bootstrap_file_status.uri for p in DATES for m in index.mappings_for_partition(f"dt={p}")}
+    assert sources == {f"file:{p}" for p in map(str, root.rglob("*.parquet"))}
+    assert index.index_info.num_keys == len(DATES) and index.file_id_index_info.num_keys == result.skeleton_files
+    assert _hashes(root) == before
+
+
+def test_bootstrap_full_record_reads_equal_in_hudi_rs(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    result = bootstrap(
+        str(table_path),
+        _config(root, "COPY_ON_WRITE", **{HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: "FullRecordBootstrapModeSelector"}),
+    )
+
+    assert result.metadata_only_instant is None and result.full_record_instant == "00000000000002"
+    assert result.full_record_rows == len(rows)
+    _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.FULL_RECORD))
+    assert_same_rows(read_snapshot_table(HudiTable(str(table_path))), hudi_rs_snapshot(table_path))
+    assert not (table_path / PARTITION_INDEX_PATH).exists()
+    assert _hashes(root) == before
+
+
+def test_bootstrap_regex_mixed_modes_per_partition(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    config = _config(
+        root,
+        "COPY_ON_WRITE",
+        **{
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-0[13]",
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
+        },
+    )
+    result = bootstrap(str(table_path), config)
+
+    modes = {p.partition_path: p.mode for p in result.plan.partitions}
+    assert modes == {
+        "dt=2024-01-01": BootstrapMode.FULL_RECORD,
+        "dt=2024-01-02": BootstrapMode.METADATA_ONLY,
+        "dt=2024-01-03": BootstrapMode.FULL_RECORD,
+    }
+    assert (result.metadata_only_instant, result.full_record_instant) == ("00000000000001", "00000000000002")
+    _check_read(table_path, rows, {p.removeprefix("dt="): m for p, m in modes.items()})
+    # hudi-rs reads the FULL_RECORD partitions (it does not stitch skeletons: "bootstrap merge not supported")
+    ours = read_snapshot_table(HudiTable(str(table_path)))
+    theirs = hudi_rs_snapshot(table_path)
+    full = pa.array(["dt=2024-01-01", "dt=2024-01-03"])
+    assert theirs is not None
+    assert_same_rows(
+        ours.filter(pa.compute.is_in(ours["_hoodie_partition_path"], full)),
+        theirs.filter(pa.compute.is_in(theirs["_hoodie_partition_path"], full)),
+    )
+    assert _hashes(root) == before
+
+
+def _model_upsert(rows: pd.DataFrame, updates: pd.DataFrame) -> pd.DataFrame:
+    """Independent model of an upsert (OverwriteWithLatestAvroPayload): the update replaces the row of its key."""
+    kept = rows[~rows["id"].isin(updates["id"])]
+    return pd.concat([kept, updates], ignore_index=True).sort_values("id").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_bootstrap_metadata_only_then_upsert_and_compaction_match_model(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path, table_type: str
+) -> None:
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    bootstrap(str(table_path), _config(root, table_type))
+    picked = rows.iloc[[0, 5, 12, 30, 55]].copy()
+    picked["ts"] = picked["ts"] + 10_000
+    picked["price"] = -1.0
+    picked["note"] = "updated"
+    new = pd.DataFrame(
+        {
+            "id": ["key-90000", "key-90001"],
+            "ts": [1, 2],
+            "qty": [1, 2],
+            "price": [0.5, 1.5],
+            "flag": [True, False],
+            "note": ["new", None],
+            "dt": ["2024-01-02", "2024-01-03"],
+        }
+    )
+    updates = pd.concat([picked, new], ignore_index=True)
+    upd = pa.Table.from_pandas(updates, schema=pq.read_schema(next(root.rglob("*.parquet"))), preserve_index=False)
+    result = write_table(str(table_path), upd, operation="upsert", options=WriteOptions())
+    assert (result.inserted, result.updated) == (2, 5)
+    expected = _model_upsert(rows, updates)
+
+    def check() -> pd.DataFrame:
+        got = read_snapshot_table(HudiTable(str(table_path))).to_pandas().sort_values("id").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got[DATA_COLUMNS], expected[DATA_COLUMNS], check_dtype=False)
+        touched = got["id"].isin(updates["id"])
+        assert (got.loc[touched, "_hoodie_commit_time"] == result.instant).all()
+        assert (got.loc[~touched, "_hoodie_commit_time"] == "00000000000001").all()
+        return got
+
+    after_upsert = check()
+    if table_type == "MERGE_ON_READ":
+        table = HudiTable(str(table_path))
+        scheduled = schedule_compaction(table, force=True)
+        assert scheduled.plan is not None
+        assert all(
+            op.bootstrap_file_path for op in scheduled.plan.operations if op.base_instant_time == "00000000000001"
+        )
+        execute_compaction(table, str(scheduled.instant))
+        after = check()
+        assert_same_rows(pa.Table.from_pandas(after), pa.Table.from_pandas(after_upsert), ignore=("_hoodie_file_name",))
+        # the compacted base files are whole records: no bootstrap source attached to them
+        compacted = [
+            s.base_file
+            for s in HudiTable(str(table_path)).fs_view().latest_file_slices()
+            if s.base_file is not None and str(s.base_instant) == str(scheduled.instant)
+        ]
+        assert compacted and all(b.bootstrap_source is None for b in compacted)
+        assert pq.read_schema(table_path / compacted[0].relative_path).names[5:] == DATA_COLUMNS
+    assert _hashes(root) == before
+
+
+@pytest.mark.parametrize("crash_in", ["skeletons", "commit"])
+def test_bootstrap_crash_then_rollback_leaves_empty_table_and_rebootstraps(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_in: str
+) -> None:
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    if crash_in == "skeletons":  # killed after a few skeleton files
+        real = bootstrap_executor.write_skeleton
+        calls = []
+
+        def failing(task: bootstrap_executor.SkeletonTask) -> list[bootstrap_executor.SkeletonWrite]:
+            calls.append(task)
+            if len(calls) > 4:
+                raise RuntimeError("killed")
+            return real(task)
+
+        monkeypatch.setattr(bootstrap_executor, "write_skeleton", failing)
+    else:  # killed after the bootstrap index, before the completed instant
+
+        def failing_metadata(*args: object) -> CommitMetadata:
+            raise RuntimeError("killed")
+
+        monkeypatch.setattr(bootstrap_committer, "bootstrap_commit_metadata", failing_metadata)
+    with pytest.raises(RuntimeError, match="killed"):
+        bootstrap(str(table_path), _config(root))
+    monkeypatch.undo()
+    table = HudiTable(str(table_path))
+    assert [str(i.time) for i in pending_bootstrap_instants(table)] == ["00000000000001"]
+    assert list(table_path.rglob("*_00000000000001.parquet"))
+    assert read_snapshot_table(table).num_rows == 0  # a pending bootstrap is invisible
+    with pytest.raises(PlanError, match="failed bootstrap"):
+        bootstrap(str(table_path), _config(root))
+
+    done = rollback_bootstrap(table)
+
+    assert len(done) == 1 and done[0].action is Action.ROLLBACK
+    assert not list(table_path.rglob("*.parquet"))
+    assert not (table_path / PARTITION_INDEX_PATH).exists() and not (table_path / FILE_ID_INDEX_PATH).exists()
+    assert pending_bootstrap_instants(table) == []
+    assert _hashes(root) == before
+    bootstrap(str(table_path), _config(root))
+    _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))
+
+
+def test_bootstrap_refuses_table_with_commits(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    root, _ = source
+    table_path = tmp_path / "table"
+    bootstrap(str(table_path), _config(root))
+    with pytest.raises(PlanError, match="already has commits"):
+        bootstrap(str(table_path), _config(root))
+
+
+def test_bootstrap_non_hive_config_on_hive_folders_refused(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    root, _ = source
+    config = _config(root, **{HoodieKey.HIVE_STYLE_PARTITIONING.key: "false"})
+    with pytest.raises(PlanError, match=re.escape("hive_style_partitioning=true")):
+        bootstrap(str(tmp_path / "table"), config)
+
+
+def test_bootstrap_cli_dry_run_writes_nothing_and_prints_plan(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    root, rows = source
+    table_path = tmp_path / "table"
+    args = [
+        "bootstrap",
+        str(table_path),
+        "--source-path",
+        str(root),
+        "--table-name",
+        "src",
+        "--record-key",
+        "id",
+        "--precombine-field",
+        "ts",
+        "--partition-field",
+        "dt",
+        "--option",
+        f"{HoodieKey.BOOTSTRAP_MODE_SELECTOR.key}=BootstrapRegexModeSelector",
+        "--option",
+        f"{HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key}=dt=2024-01-02",
+    ]
+    r = CliRunner().invoke(cli, [*args, "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.output)
+    assert [(p["partition"], p["mode"], p["files"]) for p in plan["partitions"]] == [
+        ("dt=2024-01-01", "FULL_RECORD", FILES_PER_PARTITION),
+        ("dt=2024-01-02", "METADATA_ONLY", FILES_PER_PARTITION),
+        ("dt=2024-01-03", "FULL_RECORD", FILES_PER_PARTITION),
+    ]
+    assert plan["dry_run"] is True and plan["metadata_only_instant"] is None
+    assert not table_path.exists()
+    text = CliRunner().invoke(cli, [*args, "--dry-run"])
+    assert (
+        text.exit_code == 0
+        and "Dry run: nothing written." in text.output
+        and "dt=2024-01-02  METADATA_ONLY" in text.output
+    )
+    assert not table_path.exists()
+
+    r = CliRunner().invoke(cli, [*args, "--table-type", "COPY_ON_WRITE"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "Committed 00000000000001 (METADATA_ONLY)" in r.output and "Committed 00000000000002 (FULL_RECORD)" in r.output
+    )
+    _check_read(
+        table_path,
+        rows,
+        {
+            "2024-01-01": BootstrapMode.FULL_RECORD,
+            "2024-01-02": BootstrapMode.METADATA_ONLY,
+            "2024-01-03": BootstrapMode.FULL_RECORD,
+        },
+    )
