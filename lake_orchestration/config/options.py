@@ -3,7 +3,8 @@
 Typed configs declare each field with :func:`option` (its :class:`HoodieKey`, lower bound and parser) and are
 built from a raw option map by :func:`parse_options`, so a bad value always fails the same way, before anything is
 written: an :class:`~lake_orchestration.errors.InvalidOptionError` naming the key, the raw value and what was
-expected (``Invalid clean option hoodie.cleaner.commits.retained='-1': expected an integer >= 0``). A key missing
+expected (``Invalid clean option hoodie.cleaner.fileversions.retained='abc': expected an integer >= 1``; a number
+below the minimum is named as parsed: ``...retained=0: expected an integer >= 1``). A key missing
 from the map keeps the field's default (Hudi's); an invalid value never falls back to it. A key's aliases are read
 when it has no value; a deprecated name is read last and logged. Mirrors Java's ``HoodieConfig.getInt`` /
 ``getBoolean`` / ``ConfigUtils.getRawValueWithAltKeys``, but refuses what Java would silently read as ``false``.
@@ -84,32 +85,6 @@ def parse_enum_option(key: str, raw: object, enum_type: type[E], *, service: str
             if text.upper() in (str(m.value).upper(), m.name):
                 return m
     raise invalid_option(key, raw, "one of " + ", ".join(str(m.value) for m in enum_type), service=service)
-
-
-_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_duration_ms(key: str, raw: object, *, minimum: int = 0, service: str = "") -> int:
-    """``raw`` as a duration in milliseconds: a plain integer (ms, Hudi's ``*_ms`` keys) or one with a unit
-    (``500ms``, ``30s``, ``5m``, ``2h``, ``1d``).
-
-    Raises:
-        InvalidOptionError: not a whole number of a known unit, or below ``minimum`` ms.
-    """
-    text = str(raw).strip().lower()
-    number, unit = text, "ms"
-    for suffix in sorted(_DURATION_UNITS_MS, key=len, reverse=True):
-        if text.endswith(suffix) and text[: -len(suffix)].strip().isdigit():
-            number, unit = text[: -len(suffix)].strip(), suffix
-            break
-    expected = f"a duration >= {minimum} ms (an integer of ms, or with a unit: 30s, 5m, 2h, 1d)"
-    try:
-        value = int(number) * _DURATION_UNITS_MS[unit]
-    except ValueError:
-        raise invalid_option(key, raw, expected, service=service) from None
-    if value < minimum:
-        raise invalid_option(key, raw, expected, service=service)
-    return value
 
 
 # -- typed configs declared over the registry -----------------------------------------------------------------------
@@ -258,14 +233,3 @@ class HeartbeatConfig:
             InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
         """
         return parse_options(cls, options, service=service)
-
-
-def heartbeat_options(options: Mapping[str, object] | None, *, service: str = "") -> tuple[int, int]:
-    """``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)`` of an option map:
-    :class:`HeartbeatConfig` as a pair.
-
-    Raises:
-        InvalidOptionError: a value that is not an integer >= 1 (the message names the key and the value).
-    """
-    hb = HeartbeatConfig.from_options(options, service=service)
-    return hb.interval_ms, hb.tolerable_misses

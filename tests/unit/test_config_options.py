@@ -14,7 +14,6 @@ from lake_orchestration.config.options import (
     HeartbeatConfig,
     option,
     option_specs,
-    parse_duration_ms,
     parse_options,
 )
 from lake_orchestration.errors import InvalidOptionError
@@ -139,17 +138,3 @@ def test_lock_config_short_provider_name_and_round_trip_through_options() -> Non
     )
     assert (cfg.provider, cfg.wait_time_ms) == (IN_PROCESS_LOCK_PROVIDER, 5)
     assert LockConfig.from_options(cfg.to_options()) == cfg
-
-
-@pytest.mark.parametrize(
-    ("raw", "ms"),
-    [("250", 250), ("250ms", 250), ("30s", 30_000), ("5m", 300_000), (" 2h ", 7_200_000), ("1d", 86_400_000)],
-)
-def test_parse_duration_ms_plain_ms_or_unit(raw: str, ms: int) -> None:
-    assert parse_duration_ms("k", raw) == ms
-
-
-@pytest.mark.parametrize("raw", ["", "abc", "1.5s", "-3s", "10y"])
-def test_parse_duration_ms_bad_value_names_key_and_value(raw: str) -> None:
-    with pytest.raises(InvalidOptionError, match=re.escape(f"Invalid option k={raw!r}: expected a duration")):
-        parse_duration_ms("k", raw)
