@@ -40,6 +40,7 @@ from lake_orchestration.hudi.services.compaction.planner import (
     pending_compaction_instants,
     schedule_compaction,
 )
+from lake_orchestration.hudi.services.compaction.rollback import files_to_roll_back, rollback_inflight_compaction
 from lake_orchestration.hudi.services.compaction.service import execute_compaction, run_compaction
 
 __all__ = [
@@ -58,8 +59,10 @@ __all__ = [
     "execute_compaction",
     "execute_operation",
     "execute_plan",
+    "files_to_roll_back",
     "load_plan",
     "pending_compaction_instants",
+    "rollback_inflight_compaction",
     "run_compaction",
     "schedule_compaction",
 ]

@@ -26,7 +26,7 @@ from lake_orchestration.hudi.model.commit_metadata import WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.compaction.committer import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.rollback import rollback_inflight_compaction
+from lake_orchestration.hudi.services.compaction.rollback import rollback_inflight_compaction
 from lake_orchestration.hudi.table.heartbeat import AttemptLiveness, Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock

@@ -4,7 +4,7 @@ An attempt only adds new log files to the plan's file groups (log files are neve
 the log compaction instant; left in place, they would be read as soon as the re-executed instant completes, twice.
 Java rolls the attempt back too (``rollbackInflightLogCompaction``) and then asks for a new plan; re-executing the
 same plan gives the same result. An attempt whose heartbeat is fresh is live and never rolled back. The rollback
-itself is :func:`~lake_orchestration.hudi.services.rollback.compaction.rollback_inflight_log_compaction` (a rollback
+itself is :func:`~lake_orchestration.hudi.services.compaction.rollback.rollback_inflight_log_compaction` (a rollback
 instant, as for a compaction attempt).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from lake_orchestration.hudi.model.instant import Instant
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_log_compaction
+from lake_orchestration.hudi.services.compaction.rollback import rollback_inflight_log_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 

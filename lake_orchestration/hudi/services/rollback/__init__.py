@@ -1,4 +1,5 @@
-"""Rollback of failed writes (and of an inflight compaction attempt), and repairs of broken pending rollbacks.
+"""Rollback of failed writes, and repairs of broken pending rollbacks (an inflight compaction or log compaction
+attempt is rolled back by :mod:`lake_orchestration.hudi.services.compaction.rollback`, through these steps).
 
 :mod:`.planner` (stale writes, :func:`plan_rollback`), :mod:`.executor` (:func:`execute_rollback`: delete files,
 write rollback command blocks, remove the rolled-back instant), :mod:`.committer` (:func:`commit_rollback`),
@@ -7,7 +8,6 @@ rollback is resumed from its plan), :mod:`.repair` (:func:`remove_unreadable_rol
 """
 
 from lake_orchestration.hudi.services.rollback.committer import commit_rollback, rollback_metadata
-from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 from lake_orchestration.hudi.services.rollback.executor import execute_rollback
 from lake_orchestration.hudi.services.rollback.planner import (
     StaleWrite,
@@ -32,7 +32,6 @@ __all__ = [
     "plan_rollback",
     "read_rollback_plan",
     "remove_unreadable_rollback",
-    "rollback_inflight_compaction",
     "rollback_metadata",
     "rollback_stale_writes",
     "rollback_write",

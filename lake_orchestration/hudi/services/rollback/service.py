@@ -18,7 +18,7 @@ from typing import Any
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.rollback import compaction as compaction_rollback
+from lake_orchestration.hudi.services.compaction import rollback as compaction_rollback
 from lake_orchestration.hudi.services.rollback.committer import commit_rollback
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.executor import execute_rollback
