@@ -21,7 +21,6 @@ from pathlib import Path
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, schedule_clean
-from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 

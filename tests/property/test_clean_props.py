@@ -20,7 +20,6 @@ from lake_orchestration.datagen import generate_trips, generate_updates, pick_de
 from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, CleaningPolicy, plan_clean, run_clean
-from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint
 from lake_orchestration.hudi.table import HudiTable

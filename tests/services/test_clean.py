@@ -19,7 +19,6 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, run_clean, schedule_clean
 from lake_orchestration.hudi.services.clean import executor as clean_executor
-from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from lake_orchestration.hudi.table import HudiTable
