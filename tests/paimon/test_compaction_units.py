@@ -8,14 +8,21 @@ import decimal
 import itertools
 import random
 import re
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from lake_orchestration.engines.codec import decode_task, encode_task
 from lake_orchestration.errors import PlanError
 from lake_orchestration.paimon.model import BinaryRow, DataFileMeta, DataType, MergeEngine, SimpleStats
-from lake_orchestration.paimon.services.compaction.executor import _truncate_max, compact_steps, interval_partition
+from lake_orchestration.paimon.services.compaction.executor import (
+    BucketCompactTask,
+    _truncate_max,
+    compact_steps,
+    interval_partition,
+)
 from lake_orchestration.paimon.services.compaction.merge import merge_rows
 from lake_orchestration.paimon.services.compaction.planner import BucketCompaction
 
@@ -237,3 +244,13 @@ def test_binary_row_from_values_reads_back_long_strings_nulls_and_decimals() -> 
     assert row.to_values(types) == values
     assert len(row.data) % 8 == 4  # 4-byte arity, then 8-byte words
     assert BinaryRow.from_values(["short"], types[:1]).to_values(types[:1]) == ("short",)
+
+
+def test_bucket_compact_task_travels_through_the_engine_codec_unchanged() -> None:
+    """Engines ship tasks as codec JSON (Spark, for large task sets): the planned bucket comes back equal."""
+    files = [_file(0, 9, name="a", level=0), _file(5, 30, name="b", level=2)]
+    unit = _unit(files, output_level=2, max_level=2)
+    task = BucketCompactTask.of(unit, base_uri="/t", storage_options={"secret": "x"}, schema_id=3)
+    decoded = decode_task(encode_task(task))
+    assert decoded == replace(task, storage_options={})  # secrets never travel as task data
+    assert decoded.compaction == unit

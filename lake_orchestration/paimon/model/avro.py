@@ -209,3 +209,16 @@ def write_container(schema: dict[str, Any], records: list[dict[str, Any]], *, co
         block = _compress(codec, body.getvalue())
         out += _long(len(chunk)) + _long(len(block)) + block + sync
     return bytes(out)
+
+
+def encode_record(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
+    """One record in Avro binary encoding (no container): e.g. a ``DataFileMeta`` to ship in a task."""
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, _parsed(json.dumps(schema)), record)
+    return body.getvalue()
+
+
+def decode_record(schema: dict[str, Any], data: bytes) -> dict[str, Any]:
+    """The record :func:`encode_record` encoded."""
+    record: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(data), _parsed(json.dumps(schema)), None)
+    return record

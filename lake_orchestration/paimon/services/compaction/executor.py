@@ -23,6 +23,8 @@ Nothing here touches snapshots: a crash leaves only unreferenced data files (see
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import datetime
 import heapq
 import io
@@ -39,8 +41,9 @@ import pyarrow.parquet as pq
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InvalidOptionError, SchemaError
 from lake_orchestration.io.storage import Storage
+from lake_orchestration.paimon.model.avro import decode_record, encode_record
 from lake_orchestration.paimon.model.binary_row import BinaryRow
-from lake_orchestration.paimon.model.manifest import DataFileMeta, FileSource, SimpleStats
+from lake_orchestration.paimon.model.manifest import DATA_FILE_META_SCHEMA, DataFileMeta, FileSource, SimpleStats
 from lake_orchestration.paimon.model.options import CoreOptions
 from lake_orchestration.paimon.model.schema import DataType, TableSchema
 from lake_orchestration.paimon.services.compaction.merge import (
@@ -51,6 +54,7 @@ from lake_orchestration.paimon.services.compaction.merge import (
     merge_rows,
 )
 from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, PaimonCompactionPlan
+from lake_orchestration.paimon.table import PaimonTable
 
 KEY_FIELD_ID_START = 2**31 // 2 - 1
 SEQUENCE_NUMBER_FIELD_ID = 2**31 - 2
@@ -60,16 +64,67 @@ DATA_FILE_PREFIX = "data-"
 
 @dataclass(frozen=True, kw_only=True)
 class BucketCompactTask:
-    """One engine task: compact one bucket (picklable; storage options travel inside the task)."""
+    """One engine task: compact one bucket. Plain values only, so the engine's task codec carries it (the files as
+    base64 Avro ``DataFileMeta`` records, the partition as hex); the schema is read by the task."""
 
-    table_uri: str
+    base_uri: str
     """The table root."""
-    storage_options: dict[str, str] | None
-    """Storage options (credentials): never logged."""
-    schema: TableSchema
+    storage_options: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Storage options (credentials): the engine ships them apart from the task data, never logged."""
+    schema_id: int
     """Schema of the new files."""
-    compaction: BucketCompaction
-    """What to compact."""
+    partition: str
+    """The partition row's bytes, hex."""
+    bucket: int
+    """Bucket number."""
+    total_buckets: int
+    """``_TOTAL_BUCKETS`` of the bucket's entries."""
+    bucket_path: str
+    """The bucket directory relative to the table root."""
+    output_level: int
+    """Level of the output."""
+    max_level: int
+    """Highest level of the bucket."""
+    drop_delete: bool
+    """True when retractions are dropped."""
+    files: tuple[str, ...]
+    """The unit's files: base64 of each ``DataFileMeta`` Avro record."""
+
+    @classmethod
+    def of(cls, compaction: BucketCompaction, *, base_uri: str, storage_options: dict[str, str], schema_id: int
+           ) -> BucketCompactTask:  # fmt: skip
+        """The task of a planned bucket."""
+        return cls(
+            base_uri=base_uri,
+            storage_options=storage_options,
+            schema_id=schema_id,
+            partition=compaction.partition.data.hex(),
+            bucket=compaction.bucket,
+            total_buckets=compaction.total_buckets,
+            bucket_path=compaction.bucket_path,
+            output_level=compaction.output_level,
+            max_level=compaction.max_level,
+            drop_delete=compaction.drop_delete,
+            files=tuple(
+                base64.b64encode(encode_record(DATA_FILE_META_SCHEMA, f.to_avro())).decode() for f in compaction.files
+            ),
+        )
+
+    @property
+    def compaction(self) -> BucketCompaction:
+        """The planned bucket back."""
+        return BucketCompaction(
+            partition=BinaryRow(bytes.fromhex(self.partition)),
+            bucket=self.bucket,
+            total_buckets=self.total_buckets,
+            bucket_path=self.bucket_path,
+            output_level=self.output_level,
+            max_level=self.max_level,
+            drop_delete=self.drop_delete,
+            files=tuple(
+                DataFileMeta.from_avro(decode_record(DATA_FILE_META_SCHEMA, base64.b64decode(f))) for f in self.files
+            ),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -360,13 +415,14 @@ def _key_row(data: pa.Table, schema: TableSchema, index: int) -> BinaryRow:
 class _RollingWriter:
     """Writes ``data-<uuid>-<n>.parquet`` files of about ``rows_per_file`` rows into one bucket directory."""
 
-    def __init__(self, storage: Storage, task: BucketCompactTask, options: CoreOptions) -> None:
+    def __init__(self, storage: Storage, schema: TableSchema, bucket_path: str) -> None:
         self.storage = storage
-        self.task = task
+        self.schema = schema
+        self.bucket_path = bucket_path
         self.uuid = str(uuid.uuid4())
         self.counter = 0
-        self.compression = task.schema.options.get("file.compression", "zstd").strip().lower()
-        level = task.schema.options.get("file.compression.zstd-level", "1").strip()
+        self.compression = schema.options.get("file.compression", "zstd").strip().lower()
+        level = schema.options.get("file.compression.zstd-level", "1").strip()
         self.compression_level = int(level) if self.compression == "zstd" else None
         self.written: list[str] = []
 
@@ -377,7 +433,7 @@ class _RollingWriter:
         return out
 
     def _write_one(self, data: pa.Table, *, level: int) -> DataFileMeta:
-        schema = self.task.schema
+        schema = self.schema
         name = f"{DATA_FILE_PREFIX}{self.uuid}-{self.counter}.parquet"
         self.counter += 1
         sink = io.BytesIO()
@@ -387,7 +443,7 @@ class _RollingWriter:
         ) as writer:
             writer.write_table(data)
         payload = sink.getvalue()
-        path = self.storage.join(self.task.compaction.bucket_path, name)
+        path = self.storage.join(self.bucket_path, name)
         self.storage.write_bytes(path, payload)
         self.written.append(self.storage.relative(path))
         options = dict(schema.options)
@@ -421,8 +477,8 @@ class _RollingWriter:
 
 def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
     """Compact one bucket (the engine task function): upgrades and rewrites, new data files written."""
-    storage = Storage(task.table_uri, options=task.storage_options)
-    schema = task.schema
+    storage = Storage(task.base_uri, options=task.storage_options)
+    schema = PaimonTable(storage).schema(task.schema_id)
     options = CoreOptions(schema.options)
     compaction = task.compaction
     key_types = schema.key_types
@@ -444,7 +500,7 @@ def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
         min_file_size=options.compaction_file_size,
         has_retractions=has_retractions,
     )
-    writer = _RollingWriter(storage, task, options)
+    writer = _RollingWriter(storage, schema, compaction.bucket_path)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     upgraded = rewritten = 0
@@ -487,9 +543,7 @@ def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
 def bucket_tasks(plan: PaimonCompactionPlan, storage: Storage) -> list[BucketCompactTask]:
     """One task per planned bucket."""
     return [
-        BucketCompactTask(
-            table_uri=plan.table_uri, storage_options=storage.options or None, schema=plan.schema, compaction=b
-        )
+        BucketCompactTask.of(b, base_uri=plan.table_uri, storage_options=storage.options, schema_id=plan.schema.id)
         for b in plan.buckets
     ]
 
