@@ -141,17 +141,3 @@ def hudi_step(cfg: HudiTableConfig, *, instant: str | None = None) -> Iterator[H
             timeline=step.timeline_excerpt(),
             error=type(err).__name__,
         ) from err
-
-
-@contextmanager
-def fail_fast_on_permanent_errors() -> Iterator[None]:
-    """Re-raise :data:`PERMANENT_ERRORS` as ``dagster.Failure(allow_retries=False)`` with the error's message (for
-    code outside a table's step; a table's steps use :func:`hudi_step`)."""
-    try:
-        yield
-    except PERMANENT_ERRORS as err:
-        raise dg.Failure(
-            description=f"{type(err).__name__}: {err}",
-            metadata={"error": type(err).__name__, "retried": False},
-            allow_retries=False,
-        ) from err

@@ -174,3 +174,41 @@ def test_pyspark_resource_embedded_default_and_overrides(tmp_path: Path) -> None
         build_hudi_definitions(tables=[cfg], spark_config={"executor.memory": "4g"})
     with pytest.raises(HudiConfigError, match=r"duplicate table names \['t'\]"):
         build_hudi_definitions(tables=[cfg, cfg])
+
+
+def test_translator_override_renames_every_object_default_names_unchanged(tmp_path: Path) -> None:
+    from lake_orchestration.dagster import DagsterHudiTranslator
+
+    class LakeTranslator(DagsterHudiTranslator):
+        def get_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
+            return dg.AssetKey(["lake", table.name])
+
+        def get_job_name(self, table: HudiTableConfig, job: str) -> str:  # type: ignore[override]
+            return f"lake_{table.name}_{job}"
+
+        def get_pool(self, table: HudiTableConfig) -> str:
+            return "lake_pool"
+
+    cfg = HudiTableConfig(name="t", base_path=str(tmp_path / "t"))
+    defs = build_hudi_definitions(tables=[cfg], translator=LakeTranslator())
+    keys = {a.key for a in defs.resolve_all_asset_specs()}
+    assert keys == {dg.AssetKey(["lake", "t"]), dg.AssetKey(["lake", "t", "compaction"])}
+    jobs = {j.name for j in defs.jobs}
+    assert jobs == {f"lake_t_{j}" for j in ("compaction", "schedule_compaction", "rollback", "clean", "archive")}
+    assert defs.resolve_schedule_def("lake_t_clean_schedule").job_name == "lake_t_clean"
+    assert defs.resolve_assets_def(dg.AssetKey(["lake", "t"])).op.pool == "lake_pool"
+    compaction = defs.resolve_assets_def(dg.AssetKey(["lake", "t", "compaction"])).node_def
+    assert {n.pool for n in compaction.node_defs} == {"lake_pool"}
+    checks = {(k.asset_key, k.name) for k in defs.resolve_asset_graph().asset_check_keys}
+    assert (dg.AssetKey(["lake", "t"]), "log_files_per_slice") in checks
+    # the default translator keeps the names of before
+    default = build_hudi_definitions(tables=[cfg])
+    assert {j.name for j in default.jobs} == {
+        f"t__{j}" for j in ("compaction", "schedule_compaction", "rollback", "clean", "archive")
+    }
+    assert {s.name for s in default.sensors} == {"t__pending_compaction_sensor", "t__stale_inflight_sensor"}
+    assert {s.name for s in default.schedules} == {
+        "t__schedule_compaction_schedule",
+        "t__clean_schedule",
+        "t__archive_schedule",
+    }
