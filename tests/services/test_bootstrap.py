@@ -291,6 +291,15 @@ def test_bootstrap_crash_then_rollback_leaves_empty_table_and_rebootstraps(
     root, rows = source
     before = _hashes(root)
     table_path = tmp_path / "table"
+    # METADATA_ONLY for the first two days, FULL_RECORD for the last: the bootstrap after the rollback writes both
+    mixed = _config(
+        root,
+        **{
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-03",
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
+        },
+    )
     if crash_in == "skeletons":  # killed after a few skeleton files
         real = bootstrap_executor.write_skeleton
         calls = []
@@ -309,14 +318,14 @@ def test_bootstrap_crash_then_rollback_leaves_empty_table_and_rebootstraps(
 
         monkeypatch.setattr(bootstrap_committer, "bootstrap_commit_metadata", failing_metadata)
     with pytest.raises(RuntimeError, match="killed"):
-        bootstrap(str(table_path), _config(root))
+        bootstrap(str(table_path), mixed)
     monkeypatch.undo()
     table = HudiTable(str(table_path))
     assert [str(i.time) for i in pending_bootstrap_instants(table)] == ["00000000000001"]
     assert list(table_path.rglob("*_00000000000001.parquet"))
     assert read_snapshot_table(table).num_rows == 0  # a pending bootstrap is invisible
     with pytest.raises(PlanError, match="failed bootstrap"):
-        bootstrap(str(table_path), _config(root))
+        bootstrap(str(table_path), mixed)
 
     done = rollback_bootstrap(table)
 
@@ -325,8 +334,9 @@ def test_bootstrap_crash_then_rollback_leaves_empty_table_and_rebootstraps(
     assert not (table_path / PARTITION_INDEX_PATH).exists() and not (table_path / FILE_ID_INDEX_PATH).exists()
     assert pending_bootstrap_instants(table) == []
     assert _hashes(root) == before
-    bootstrap(str(table_path), _config(root))
-    _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))
+    bootstrap(str(table_path), mixed)
+    modes = dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY) | {"2024-01-03": BootstrapMode.FULL_RECORD}
+    _check_read(table_path, rows, modes)
 
 
 def test_bootstrap_refuses_table_with_commits(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:

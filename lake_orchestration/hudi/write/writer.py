@@ -234,10 +234,10 @@ def write_table(
         if table.timeline.instants != seen:
             located, latest = locate(records)
         instant = InstantTime(instant_time) if instant_time is not None else table.new_instant_time()
-        last = table.timeline.last
+        last = table.timeline.commits().last  # (a rollback of a failed bootstrap may sort after 00000000000002)
         if instant_time is not None and last is not None and str(last.time) >= str(instant):
             raise InvalidInstantStateError(
-                table.base_uri, str(instant), f"is not after the timeline's last instant {last.time}"
+                table.base_uri, str(instant), f"is not after the timeline's last write instant {last.time}"
             )
         requested = table.create_requested(Instant(instant, action, State.REQUESTED))
         # before the lock is released: a stale-write rollback never sees this instant without a heartbeat
