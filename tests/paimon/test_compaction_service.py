@@ -374,3 +374,17 @@ def test_concurrent_compaction_conflict_replans_and_removes_the_failed_attempts_
     assert latest is not None and latest.id == 5 and latest.commit_kind is CommitKind.COMPACT
     assert orphan_files(table, older_than_ms=0).data_files == ()
     assert _read(pypaimon, warehouse) == before_rows
+
+
+@pytest.mark.spark
+def test_run_compaction_on_spark_one_task_per_bucket_pypaimon_reads_equal(
+    tmp_path: Path, pypaimon: Pypaimon, spark: Any
+) -> None:
+    from lake_orchestration.engines.spark import SparkEngine
+
+    warehouse, table = _write(pypaimon, tmp_path, _dedup_commits())
+    before_rows = _read(pypaimon, warehouse)
+    result = run_compaction(table, full=True, engine=SparkEngine(spark))
+    assert result.execution is not None and len(result.execution.results) == len(result.plan.buckets) == 4
+    _assert_compact_snapshot(table, 4, result.execution)
+    assert _read(pypaimon, warehouse) == before_rows
