@@ -17,15 +17,23 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from lake_orchestration.errors import PaimonCommitConflictError
 from lake_orchestration.paimon.model import FileKind, Snapshot
 from lake_orchestration.paimon.model.avro import read_container, write_container
 from lake_orchestration.paimon.model.manifest import MANIFEST_ENTRY_SCHEMA, ManifestEntry
-from lake_orchestration.paimon.services.compaction import run_compaction
+from lake_orchestration.paimon.services.compaction import (
+    PaimonCompactionExecution,
+    commit_compaction,
+    execute_compaction,
+    plan_compaction,
+    run_compaction,
+)
 from lake_orchestration.paimon.services.compaction.committer import java_json
 from lake_orchestration.paimon.table import PaimonTable
 
@@ -127,3 +135,21 @@ def test_write_container_golden_manifests_records_and_schema_read_back_equal(pai
         java = read_container(path.read_bytes(), path=str(path))
         ours = read_container(write_container(java.schema, list(java.records)), path="ours")
         assert (ours.schema, ours.codec, ours.records) == (java.schema, "zstandard", java.records)
+
+
+def test_commit_refuses_a_level_that_would_no_longer_be_one_sorted_run(paimon_golden: Path, tmp_path: Path) -> None:
+    """Java ``noConflictsOrFail``: files of a level >= 1 must not overlap in key range after the commit; here an
+    execution that adds a level-2 file over the live level-2 file without deleting it."""
+    table = _back_to(paimon_golden, "test_pk_full_text_golden", 5, tmp_path / "t")
+    execution = execute_compaction(plan_compaction(table), storage=table.storage)
+    (result,) = execution.results
+    (new_file,) = result.after
+    assert new_file.level == 2 and any(f.level == 2 for f in result.before)
+    only_add = PaimonCompactionExecution(plan=execution.plan, results=(replace(result, before=()),))
+    manifests = sorted((Path(table.uri) / "manifest").iterdir())
+    with pytest.raises(PaimonCommitConflictError, match="overlap in key range"):
+        commit_compaction(table, only_add)
+    assert table.latest_snapshot_id() == 5
+    assert sorted((Path(table.uri) / "manifest").iterdir()) == manifests  # nothing written
+    commit = commit_compaction(table, execution)
+    assert commit is not None and commit.snapshot.id == 6

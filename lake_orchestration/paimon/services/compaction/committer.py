@@ -2,8 +2,9 @@
 
 One commit attempt (``tryCommitOnce``):
 
-1. Read the latest snapshot. If it is not the one the plan was made from, check for conflicts as Java's
-   ``noConflictsOrFail``: every file the compaction replaces must still be live (same file, same level); else
+1. Read the latest snapshot (a newer one than the plan's when another writer committed) and check for conflicts as
+   Java's ``noConflictsOrFail``: every file the compaction replaces must still be live (same file, same level), and each
+   level >= 1 of the touched buckets must stay one sorted run; else
    :class:`~lake_orchestration.errors.PaimonCommitConflictError` (the caller re-plans).
 2. Write one manifest ``manifest-<uuid>-<n>`` with the compaction's entries: every *before* file as DELETE (at its
    old level), then every *after* file as ADD (an upgrade is a DELETE at the old level plus an ADD of the same file
@@ -28,9 +29,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import FileAlreadyExistsError, PaimonCommitConflictError, StorageError
+from lake_orchestration.errors import (
+    CorruptFileError,
+    FileAlreadyExistsError,
+    PaimonCommitConflictError,
+    StorageError,
+)
 from lake_orchestration.paimon.model.avro import AVRO_CODECS, write_container
 from lake_orchestration.paimon.model.binary_row import BinaryRow
+from lake_orchestration.paimon.model.levels import Levels
 from lake_orchestration.paimon.model.manifest import (
     MANIFEST_ENTRY_SCHEMA,
     MANIFEST_FILE_META_SCHEMA,
@@ -38,6 +45,7 @@ from lake_orchestration.paimon.model.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
+    merge_entries,
 )
 from lake_orchestration.paimon.model.schema import TableSchema
 from lake_orchestration.paimon.model.snapshot import LATEST_HINT, CommitKind, Snapshot, snapshot_file_name
@@ -168,8 +176,11 @@ class _ManifestWriter:
         self.written.clear()
 
 
-def _check_conflicts(table: PaimonTable, latest: Snapshot, entries: list[ManifestEntry]) -> None:
-    live = {e.identifier for e in table.live_entries(latest)}
+def _check_conflicts(table: PaimonTable, latest: Snapshot, entries: list[ManifestEntry], schema: TableSchema) -> None:
+    """Java ``noConflictsOrFail``: every file to delete is live in ``latest``, and the files of a level >= 1 still
+    form one sorted run once the entries are applied (no key-range overlap with what another writer added)."""
+    live_entries = table.live_entries(latest)
+    live = {e.identifier for e in live_entries}
     missing = [
         f"{e.file.file_name} (bucket {e.bucket}, level {e.file.level})"
         for e in entries
@@ -177,6 +188,15 @@ def _check_conflicts(table: PaimonTable, latest: Snapshot, entries: list[Manifes
     ]
     if missing:
         raise PaimonCommitConflictError(table.uri, latest.id, missing)
+    merged = merge_entries([*live_entries, *entries], where=f"{table.uri} snapshot {latest.id} + compaction")
+    touched = {(e.partition.data, e.bucket) for e in entries}
+    key_types = schema.key_types
+    for partition, bucket in touched:
+        files = [e.file for e in merged if (e.partition.data, e.bucket) == (partition, bucket)]
+        try:
+            Levels.from_files(files, num_levels=2, key_order=lambda row: row.sort_key(key_types), where="commit")
+        except CorruptFileError as err:
+            raise PaimonCommitConflictError(table.uri, latest.id, [f"bucket {bucket}: {err}"]) from err
 
 
 def commit_compaction(
@@ -212,8 +232,7 @@ def commit_compaction(
         latest = table.latest_snapshot()
         if latest is None:
             raise PaimonCommitConflictError(table.uri, 0, [e.file.file_name for e in entries[:5]])
-        if latest.id != execution.plan.snapshot_id:
-            _check_conflicts(table, latest, entries)
+        _check_conflicts(table, latest, entries, schema)
         writer = _ManifestWriter(table, codec)
         try:
             delta_meta = writer.manifest(entries, schema)
