@@ -130,6 +130,7 @@ _TABLE_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("savepoint", "delete"): ["--instant-time", "20250101000000000"],
     ("savepoint", "show"): [],
     ("archive",): [],
+    ("bootstrap",): ["--source-path", "source-dir", "--table-name", "t", "--record-key", "uuid"],
 }
 
 
@@ -152,13 +153,20 @@ def test_cli_every_table_command_missing_table_one_error_line_on_stderr_exit_1(t
     json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
     for words, extra in _TABLE_COMMANDS.items():
         for as_json in ([], ["--json"]) if words in json_commands else ([],):
-            args = [*words, missing, *[str(tmp_path / a) if a.endswith(".parquet") else a for a in extra], *as_json]
+            args = [
+                *words,
+                missing,
+                *[str(tmp_path / a) if a.endswith((".parquet", "-dir")) else a for a in extra],
+                *as_json,
+            ]
             r = CliRunner().invoke(cli, args)
             assert r.exit_code == 1, (args, r.output)
             assert r.stdout == "", (args, r.stdout)
             expected = (
                 f"Error: No table at {missing}: a table name (hoodie.table.name) is required to create one"
                 if words == ("write",)  # write creates a missing table
+                else f"Error: No .parquet file under the bootstrap source {tmp_path / 'source-dir'}"
+                if words == ("bootstrap",)  # bootstrap creates the table: its source is what is missing
                 else f"Error: No Hudi table at {missing}: expected {missing}/.hoodie/hoodie.properties"
             )
             assert r.stderr.splitlines() == [expected], (args, r.stderr)
@@ -174,6 +182,7 @@ def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_
     r = runner.invoke(cli, ["write", table, "--input", str(data), *create, "--json"])
     assert r.exit_code == 0, r.output
     first = json.loads(r.stdout)["instant"]
+    dry = ["--dry-run"]
     argv: dict[tuple[str, ...], list[str]] = {
         ("table", "show"): [],
         ("timeline", "show"): [],
@@ -188,14 +197,18 @@ def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_
         ("savepoint", "create"): ["--instant-time", first, "--dry-run"],
         ("savepoint", "show"): [],
         ("archive",): ["--dry-run"],
+        ("bootstrap",): ["--source-path", str(tmp_path / "src"), "--table-name", "b", "--record-key", "uuid", *dry],
     }
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "part-0.parquet").write_bytes(data.read_bytes())
+    paths = {("bootstrap",): str(tmp_path / "bootstrapped")}  # a bootstrap needs a table without commits
     json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
     assert json_commands == set(argv)
     for words, extra in argv.items():
-        r = runner.invoke(cli, [*words, table, *extra, "--json"])
+        r = runner.invoke(cli, [*words, paths.get(words, table), *extra, "--json"])
         assert r.exit_code == 0, (words, r.output)
         doc = json.loads(r.stdout)
         assert isinstance(doc, dict | list), words
-        text = runner.invoke(cli, [*words, table, *extra])
+        text = runner.invoke(cli, [*words, paths.get(words, table), *extra])
         assert text.exit_code == 0, (words, text.output)
         assert text.stdout != r.stdout, words
