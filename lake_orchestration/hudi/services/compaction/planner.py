@@ -285,13 +285,14 @@ def pending_compaction_instants(table: HudiTable) -> list[Instant]:
 
 
 def load_plan(table: HudiTable, instant: str) -> CompactionPlan:
-    """The plan of compaction ``instant`` (from ``<instant>.compaction.requested``), on the timeline the table holds.
+    """The plan of compaction ``instant`` (from ``<instant>.compaction.requested``, which stays once the compaction
+    is committed), on the timeline the table holds.
 
     Raises:
-        InstantNotFoundError: no compaction ``instant`` on the timeline, or its requested file is gone.
+        InstantNotFoundError: no instant ``instant`` on the active timeline, or no plan file for it.
         CorruptFileError: the plan does not decode.
     """
     found = table.timeline.get(instant, Action.COMPACTION)
-    if found is None or found.action is not Action.COMPACTION:
+    if found is None:
         raise InstantNotFoundError(table.base_uri, instant, "no compaction plan on the active timeline")
     return table.read_model(Instant(found.time, Action.COMPACTION, State.REQUESTED), CompactionPlan)
