@@ -4,8 +4,8 @@ command.
 
 Like pyiceberg's ``cli/output.py`` (an ``Output`` ABC with a console and a JSON implementation) and its
 ``console.py`` (``catch_exception``: the short message, or the whole traceback with ``--verbose``). The JSON of a
-typed result is its ``to_json_obj()``, the same object the Dagster metadata uses; the text layout of each result
-lives beside its command in :mod:`lake_orchestration.cli.commands`.
+typed result is its own ``to_json_obj()`` (a service defines it once, for the CLI and the Dagster metadata); the
+text layout of each result lives beside its command in :mod:`lake_orchestration.cli.commands`.
 """
 
 from __future__ import annotations
