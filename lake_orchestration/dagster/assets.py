@@ -17,7 +17,9 @@ from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import hudi_step
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
-from lake_orchestration.hudi.table.health import TableHealth, table_health
+from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.properties import TimelineTimezone
+from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
 
 
 def health_metadata(health: TableHealth) -> dict[str, dg.MetadataValue]:
@@ -63,9 +65,10 @@ def build_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
     return _asset
 
 
-def compaction_metadata(result: Any) -> dict[str, dg.MetadataValue]:
+def compaction_metadata(result: Any, *, timezone: TimelineTimezone | None = None) -> dict[str, dg.MetadataValue]:
     """The metadata of one executed and committed plan (a ``CompactionResult``): counts as ints, seconds as a
-    float, the write stats of each operation as JSON."""
+    float, the plan's instant time as a timestamp (given the table's ``timezone``), the write stats of each operation
+    as JSON."""
     ops = [
         {
             "partition": s.partitionPath,
@@ -85,7 +88,11 @@ def compaction_metadata(result: Any) -> dict[str, dg.MetadataValue]:
         "seconds": dg.MetadataValue.float(round(result.seconds, 3)),
         "rolled_back_attempt": dg.MetadataValue.text(result.rolled_back_attempt or ""),
         "write_stats": dg.MetadataValue.json(ops),
-    }
+    } | (
+        {"instant_time": dg.MetadataValue.timestamp(instant_datetime(InstantTime(str(result.instant)), timezone))}
+        if timezone is not None
+        else {}
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,10 +182,11 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
             md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
             return dg.Output(None, metadata=md)
         with hudi_step(cfg, instant=instant) as step:
-            result = commit_execution(step.open_table(), executed.execution, config=compaction_config())
+            table = step.open_table()
+            result = commit_execution(table, executed.execution, config=compaction_config())
         if result.already_committed:
             context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
-        return dg.Output(None, metadata=compaction_metadata(result))
+        return dg.Output(None, metadata=compaction_metadata(result, timezone=table.config.timeline_timezone))
 
     key = translator.get_compaction_asset_key(cfg)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pendulum
 import pyarrow.compute as pc
 import pytest
 
@@ -235,6 +236,11 @@ def test_compaction_partition_failed_commit_retries_commit_alone_plan_executed_o
     assert mat.metadata["instant"].value == instant and mat.metadata["operations"].value == 1
     assert isinstance(mat.metadata["rows_written"], dg.IntMetadataValue)
     assert isinstance(mat.metadata["seconds"], dg.FloatMetadataValue)
+    from lake_orchestration.hudi.model.instant import InstantTime
+
+    plan_time = mat.metadata["instant_time"]
+    assert isinstance(plan_time, dg.TimestampMetadataValue)  # the instant read in the table's timezone (LOCAL)
+    assert plan_time.value == InstantTime(instant).to_datetime(pendulum.local_timezone().name).timestamp()
     # one execution: one new base file of the instant, named in the completed commit
     new_files = sorted(p.name for p in path.rglob(f"*_{instant}.parquet"))
     t = HudiTable(str(path))

@@ -44,9 +44,8 @@ class TableHealth:
     """``hoodie.table.timeline.timezone``: how to read an instant time as a point in time."""
 
     def instant_datetime(self, instant: InstantTime) -> pendulum.DateTime:
-        """``instant`` as a point in time, in the table's timeline timezone (UTC or this machine's local time)."""
-        tz = "UTC" if self.timeline_timezone is TimelineTimezone.UTC else pendulum.local_timezone().name
-        return instant.to_datetime(str(tz))
+        """``instant`` as a point in time, in the table's timeline timezone."""
+        return instant_datetime(instant, self.timeline_timezone)
 
     def oldest_pending_compaction_age(self, *, now: float) -> float | None:
         """Seconds from the oldest pending compaction plan's instant time to ``now`` (epoch seconds), or None."""
@@ -67,6 +66,13 @@ class TableHealth:
             "latest_commit": str(self.latest_commit or ""),
             "completed_deltacommits": self.completed_deltacommits,
         }
+
+
+def instant_datetime(instant: InstantTime, timezone: TimelineTimezone) -> pendulum.DateTime:
+    """``instant`` as a point in time: its digits read in ``hoodie.table.timeline.timezone`` (UTC, or this machine's
+    local time for ``LOCAL``, as Hudi generates them)."""
+    tz = "UTC" if timezone is TimelineTimezone.UTC else pendulum.local_timezone().name
+    return instant.to_datetime(str(tz))
 
 
 def table_health(table: HudiTable) -> TableHealth:
