@@ -275,3 +275,30 @@ def test_compaction_partition_of_unknown_instant_fails_with_table_instant_and_ti
     latest = [i.file_name for i in HudiTable(str(path)).timeline][-10:]
     assert md["timeline"] == latest and any(plans[-1] in name for name in latest)
     assert not list(path.rglob(f"*_{unknown}.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("cursor", "detail"),
+    [
+        ("not json", "Expecting value"),
+        ('["20240101000000000"]', "seen"),
+        ('{"seen": "20240101000000000"}', "'seen' is not a list"),
+        ('{"seen": ["2024-01-01"]}', "2024-01-01"),
+    ],
+)
+def test_pending_compaction_cursor_undecodable_raises_sensor_cursor_error(cursor: str, detail: str) -> None:
+    from lake_orchestration.dagster import PendingCompactionCursor, SensorCursorError
+
+    with pytest.raises(SensorCursorError, match=r"Cannot decode the cursor of t__pending_compaction_sensor") as err:
+        PendingCompactionCursor.from_json(cursor, table="t", sensor="t__pending_compaction_sensor")
+    assert detail in str(err.value) and err.value.allow_retries is False
+    assert err.value.cursor == cursor and '{"seen": [instants]}' in str(err.value)
+
+
+def test_pending_compaction_cursor_round_trips_sorted_instants() -> None:
+    from lake_orchestration.dagster import PendingCompactionCursor
+
+    first = PendingCompactionCursor.from_json(None, table="t", sensor="s").with_requested(["20240102000000000"])
+    second = first.with_requested(["20240101000000000"])
+    assert second.to_json() == '{"seen": ["20240101000000000", "20240102000000000"]}'
+    assert PendingCompactionCursor.from_json(second.to_json(), table="t", sensor="s") == second
