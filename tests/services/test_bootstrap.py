@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from lake_orchestration.cli.app import cli
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import CorruptFileError, PlanError
 from lake_orchestration.hudi.hfile.bootstrap_index import (
     BOOTSTRAP_INDEX_CLASS,
     FILE_ID_INDEX_PATH,
@@ -408,4 +408,45 @@ def test_bootstrap_cli_dry_run_writes_nothing_and_prints_plan(
             "2024-01-02": BootstrapMode.METADATA_ONLY,
             "2024-01-03": BootstrapMode.FULL_RECORD,
         },
+    )
+
+
+def test_bootstrap_source_changed_after_bootstrap_read_fails_naming_both_files(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    root, _ = source
+    table_path = tmp_path / "table"
+    bootstrap(str(table_path), _config(root))
+    changed = root / "dt=2024-01-02" / "part-00001.parquet"
+    pq.write_table(pq.read_table(changed).slice(0, 3), changed)  # rows removed behind the table's back
+    with pytest.raises(CorruptFileError) as err:
+        read_snapshot_table(HudiTable(str(table_path)))
+    assert str(changed) in str(err.value) and "_00000000000001.parquet" in str(err.value)
+
+
+def test_bootstrap_non_partitioned_complex_key_builds_keys_as_the_key_generator(tmp_path: Path) -> None:
+    root = tmp_path / "flat"
+    root.mkdir()
+    frames = []
+    for f in range(2):
+        t = pa.table({"a": [f"a{f}"] * 4, "b": list(range(4)), "v": [1.0, 2.0, 3.0, 4.0]})
+        pq.write_table(t, root / f"f{f}.parquet")
+        frames.append(t)
+    config = BootstrapConfig.from_options(
+        {
+            HoodieKey.TABLE_NAME.key: "flat",
+            HoodieKey.RECORDKEY_FIELD.key: "a,b",
+            HoodieKey.WRITE_TABLE_TYPE.key: "COPY_ON_WRITE",
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: str(root),
+        }
+    )
+    result = bootstrap(str(tmp_path / "table"), config)
+
+    assert [p.partition_path for p in result.plan.partitions] == [""]
+    got = read_snapshot_table(HudiTable(str(tmp_path / "table"))).to_pandas().sort_values(["a", "b"])
+    want = pa.concat_tables(frames).to_pandas().sort_values(["a", "b"])
+    assert got["_hoodie_record_key"].tolist() == [f"a:{a},b:{b}" for a, b in zip(want["a"], want["b"], strict=True)]
+    assert (got["_hoodie_partition_path"] == "").all()
+    pd.testing.assert_frame_equal(
+        got[["a", "b", "v"]].reset_index(drop=True), want.reset_index(drop=True), check_dtype=False
     )
