@@ -63,7 +63,8 @@ class PaimonTableNotFoundError(TableNotFoundError):
 
 class PaimonCommitConflictError(LakeOrchestrationError):
     """A Paimon compaction cannot commit: files it compacted are no longer live in the latest snapshot (another
-    commit compacted or overwrote them), as Java ``FileStoreCommitImpl``'s conflict check. Re-plan and rerun."""
+    commit compacted or overwrote them), or a level >= 1 would hold files overlapping in key range, as Java
+    ``FileStoreCommitImpl``'s conflict check. Re-plan and rerun."""
 
     def __init__(self, table_uri: str, snapshot_id: int, missing: list[str]) -> None:
         self.table_uri = table_uri
@@ -72,8 +73,8 @@ class PaimonCommitConflictError(LakeOrchestrationError):
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
         LakeOrchestrationError.__init__(
             self,
-            f"Paimon compaction of {table_uri} conflicts with snapshot {snapshot_id}: {len(missing)} compacted "
-            f"file(s) are no longer live ({shown}); expected every compacted file live: re-plan the compaction",
+            f"Paimon compaction of {table_uri} conflicts with snapshot {snapshot_id}: {shown}; expected every "
+            "compacted file live and each level >= 1 one sorted run: re-plan the compaction",
         )
 
 

@@ -182,7 +182,7 @@ def _check_conflicts(table: PaimonTable, latest: Snapshot, entries: list[Manifes
     live_entries = table.live_entries(latest)
     live = {e.identifier for e in live_entries}
     missing = [
-        f"{e.file.file_name} (bucket {e.bucket}, level {e.file.level})"
+        f"{e.file.file_name} (bucket {e.bucket}, level {e.file.level}) is no longer live"
         for e in entries
         if e.kind is FileKind.DELETE and e.identifier not in live
     ]
