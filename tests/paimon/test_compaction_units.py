@@ -16,7 +16,17 @@ import pytest
 
 from lake_orchestration.engines.codec import decode_task, encode_task
 from lake_orchestration.errors import PlanError
-from lake_orchestration.paimon.model import BinaryRow, DataFileMeta, DataType, MergeEngine, SimpleStats
+from lake_orchestration.paimon.model import (
+    BinaryRow,
+    Bucket,
+    CoreOptions,
+    DataFileMeta,
+    DataType,
+    Levels,
+    MergeEngine,
+    SimpleStats,
+    TableSchema,
+)
 from lake_orchestration.paimon.services.compaction.executor import (
     BucketCompactTask,
     _truncate_max,
@@ -24,7 +34,7 @@ from lake_orchestration.paimon.services.compaction.executor import (
     interval_partition,
 )
 from lake_orchestration.paimon.services.compaction.merge import merge_rows
-from lake_orchestration.paimon.services.compaction.planner import BucketCompaction
+from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, plan_bucket
 
 INT = DataType.parse("INT NOT NULL", where="test")
 EMPTY = SimpleStats(min_values=BinaryRow.empty(), max_values=BinaryRow.empty(), null_counts=())
@@ -254,3 +264,42 @@ def test_bucket_compact_task_travels_through_the_engine_codec_unchanged() -> Non
     decoded = decode_task(encode_task(task))
     assert decoded == replace(task, storage_options={})  # secrets never travel as task data
     assert decoded.compaction == unit
+
+
+def test_merge_sequence_field_orders_rows_before_the_sequence_number() -> None:
+    """``sequence.field``: a later write with a smaller user sequence loses (user-defined sequence comparator)."""
+    rows = _rows((1, 1, 0, 20, "newer-ts"), (1, 2, 0, 10, "older-ts"), (2, 1, 0, 5, "only"))
+    assert [r[4] for r in _merge(rows, MergeEngine.DEDUPLICATE, **{"sequence.field": "a"})] == ["newer-ts", "only"]
+    assert [r[4] for r in _merge(rows, MergeEngine.DEDUPLICATE)] == ["older-ts", "only"]
+
+
+def _bucket(*files: DataFileMeta, num_levels: int = 3) -> Bucket:
+    levels = Levels.from_files(files, num_levels=num_levels, key_order=_order)
+    return Bucket(partition=BinaryRow.empty(), bucket=0, total_buckets=1, levels=levels)
+
+
+SCHEMA = TableSchema.from_json(
+    b'{"version":3,"id":0,"fields":[{"id":0,"name":"k","type":"INT NOT NULL"},{"id":1,"name":"v","type":"STRING"}],'
+    b'"highestFieldId":1,"partitionKeys":[],"primaryKeys":["k"],"options":{}}',
+    path="schema-0",
+)
+
+
+@pytest.mark.parametrize("lookup", ["deletion-vectors.enabled", "merge-engine"])
+def test_plan_bucket_lookup_table_unit_leaving_a_key_in_a_higher_level_becomes_full(lookup: str) -> None:
+    """Deletion vectors / first-row: readers skip merging above level 0, so a level-0 file forced up to level 1 over
+    an overlapping level-2 file would show both rows; without lookup the plan compacts everything to the max level."""
+    options = CoreOptions({"num-sorted-run.compaction-trigger": "5", "num-levels": "3",
+                           lookup: "true" if lookup.startswith("deletion") else "first-row"})  # fmt: skip
+    overlapping = _bucket(_file(0, 9, name="new"), _file(5, 20, name="old", level=2, size=5000))
+    unit = plan_bucket(overlapping, options, SCHEMA, full=False, bucket_path="bucket-0")
+    assert unit is not None and (unit.output_level, {f.file_name for f in unit.files}) == (2, {"new", "old"})
+    assert unit.drop_delete
+
+    disjoint = _bucket(_file(0, 9, name="new"), _file(10, 20, name="old", level=2, size=5000))
+    unit = plan_bucket(disjoint, options, SCHEMA, full=False, bucket_path="bucket-0")
+    assert unit is not None and (unit.output_level, [f.file_name for f in unit.files]) == (1, ["new"])
+    assert not unit.drop_delete or lookup.startswith("deletion")  # deletion vectors drop deletes at any level
+
+    plain = CoreOptions({"num-sorted-run.compaction-trigger": "5", "num-levels": "3"})
+    assert plan_bucket(overlapping, plain, SCHEMA, full=False, bucket_path="bucket-0") is None  # 2 runs < trigger
