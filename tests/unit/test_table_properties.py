@@ -7,6 +7,7 @@ import zlib
 import pendulum
 import pytest
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import InvalidTablePropertiesError
 from lake_orchestration.hudi.model.properties import (
     MergeSemantics,
@@ -223,3 +224,11 @@ def test_new_table_properties_checksum_and_keygen_valid_config() -> None:
     cfg = TableConfig.from_properties(parse_properties(format_properties(props), path=PATH), path=PATH)
     assert cfg.version == 6
     assert cfg.merge_semantics is MergeSemantics.COMMIT_TIME_ORDERING
+
+
+def test_table_config_deprecated_base_file_format_key_read_when_current_key_absent() -> None:
+    (old,) = HoodieKey.BASE_FILE_FORMAT.deprecated
+    props = {k: v for k, v in _props().items() if k != HoodieKey.BASE_FILE_FORMAT.key}
+    assert TableConfig.from_properties({**props, old: "orc"}, path=PATH).base_file_format == "ORC"
+    both = {**props, old: "orc", HoodieKey.BASE_FILE_FORMAT.key: "PARQUET"}
+    assert TableConfig.from_properties(both, path=PATH).base_file_format == "PARQUET"

@@ -246,6 +246,8 @@ class TableConfig:
 
         def get(key: HoodieKey) -> str | None:
             v = props.get(key.key)
+            if v is None:  # an older name Java still reads (ConfigProperty.withAlternatives)
+                v = next((props[old] for old in key.deprecated if old in props), None)
             return v if v is not None else key.default
 
         def req(key: HoodieKey) -> str:
