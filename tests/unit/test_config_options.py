@@ -21,11 +21,21 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.lock import IN_PROCESS_LOCK_PROVIDER, LockConfig
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig
 from lake_orchestration.hudi.write.options import WriteOptions
 
-CONFIGS = [CompactionConfig, CleanConfig, ArchiveConfig, LockConfig, ParquetWriteConfig, HeartbeatConfig, WriteOptions]
+CONFIGS = [
+    CompactionConfig,
+    CleanConfig,
+    ArchiveConfig,
+    RollbackConfig,
+    LockConfig,
+    ParquetWriteConfig,
+    HeartbeatConfig,
+    WriteOptions,
+]
 
 
 @pytest.mark.parametrize("cls", CONFIGS, ids=lambda c: c.__name__)
@@ -130,6 +140,25 @@ def test_parse_options_bad_value_error_names_service_key_value_expectation(
 def test_config_constructed_below_minimum_refused_naming_key(cls: type, field: str, value: int, key: HoodieKey) -> None:
     with pytest.raises(InvalidOptionError, match=rf"{re.escape(key.key)}={value}: expected an integer >= "):
         cls(**{field: value})
+
+
+def test_compaction_rollback_config_keeps_lock_heartbeat_and_metadata_setting() -> None:
+    cfg = CompactionConfig.from_options(
+        {
+            HoodieKey.LOCK_WAIT_TIME_MS.key: "5",
+            HoodieKey.HEARTBEAT_INTERVAL_MS.key: "700",
+            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: "3",
+            HoodieKey.METADATA_ENABLE.key: "false",
+        }
+    )
+    rb = cfg.rollback_config()
+    assert (rb.lock, rb.heartbeat.interval_ms, rb.heartbeat.tolerable_misses, rb.metadata_enable) == (
+        cfg.lock,
+        700,
+        3,
+        False,
+    )
+    assert RollbackConfig.from_options(rb.to_options()) == rb
 
 
 def test_lock_config_short_provider_name_and_round_trip_through_options() -> None:
