@@ -9,6 +9,7 @@ duplicates or resurrected rows), list the same live files as our model, and keep
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -388,3 +389,26 @@ def test_run_compaction_on_spark_one_task_per_bucket_pypaimon_reads_equal(
     assert result.execution is not None and len(result.execution.results) == len(result.plan.buckets) == 4
     _assert_compact_snapshot(table, 4, result.execution)
     assert _read(pypaimon, warehouse) == before_rows
+
+
+def test_full_compaction_rolls_output_at_target_file_size_sorted_disjoint_files(
+    tmp_path: Path, pypaimon: Pypaimon
+) -> None:
+    warehouse, table = _write(pypaimon, tmp_path, _dedup_commits(), **{"target-file-size": "2kb"})
+    before_rows = _read(pypaimon, warehouse)
+    result = run_compaction(table, full=True)
+    assert result.commit is not None
+    schema = table.schema()
+    rolled = 0
+    for bucket in table.buckets():
+        files = bucket.files
+        rolled += len(files) > 1
+        # one sorted run at the max level: files ordered by key with disjoint ranges
+        keys = [(f.min_key.to_values(schema.key_types), f.max_key.to_values(schema.key_types)) for f in files]
+        assert all(lo <= hi for lo, hi in keys)
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(keys))
+        assert {f.level for f in files} == {table.options().num_levels - 1}
+        assert all(f.file_name.startswith("data-") and f.file_name.endswith(".parquet") for f in files)
+    assert rolled
+    assert _read(pypaimon, warehouse) == before_rows
+    assert _scan_files(pypaimon, warehouse) == _our_files(table)
