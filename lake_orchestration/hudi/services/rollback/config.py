@@ -29,15 +29,6 @@ class RollbackConfig:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
         return {HoodieKey.METADATA_ENABLE.key: "true" if self.metadata_enable else "false"}
 
-    def to_options(self) -> dict[str, str]:
-        """The Hudi keys of these settings (``from_options(to_options())`` gives the same config)."""
-        return {
-            **self.lock.to_options(),
-            HoodieKey.HEARTBEAT_INTERVAL_MS.key: str(self.heartbeat.interval_ms),
-            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.heartbeat.tolerable_misses),
-            **self.metadata_options(),
-        }
-
     @classmethod
     def from_options(cls, options: Mapping[str, str] | None = None, **overrides: Any) -> RollbackConfig:
         """Parse Hudi keys; ``overrides`` (typed values) win.
