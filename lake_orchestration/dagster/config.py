@@ -26,11 +26,12 @@ import dagster as dg
 import pydantic
 import yaml
 
-from lake_orchestration.config.keys import HOODIE_PREFIX
+from lake_orchestration.config.keys import HOODIE_PREFIX, HoodieKey
 from lake_orchestration.errors import LakeOrchestrationError
 
 if TYPE_CHECKING:
     from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+    from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig
     from lake_orchestration.hudi.services.clean.config import CleanConfig
     from lake_orchestration.hudi.services.compaction.config import CompactionConfig
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
@@ -315,6 +316,11 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Clean options under Hudi's keys (``hoodie.cleaner.policy``, ``hoodie.cleaner.commits.retained`` ...)."""
     archive_options: dict[str, OptionValue] = {}  # noqa: RUF012
     """Archive options under Hudi's keys (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits`` ...)."""
+    bootstrap_options: dict[str, OptionValue] = {}  # noqa: RUF012
+    """Bootstrap of the table from an existing parquet dataset (job ``<name>__bootstrap``, run once; only when
+    ``hoodie.bootstrap.base.path`` names the source): ``hoodie.bootstrap.mode.selector`` and its regex keys, and the
+    new table's write keys (``hoodie.datasource.write.recordkey.field`` ...; ``hoodie.table.name`` defaults to
+    ``name``)."""
     upstream_assets: list[str] = []  # noqa: RUF012
     """Asset keys (``raw/trips``) of the jobs that write the table: deps of ``hudi/<name>``, for lineage."""
     compaction_seq: Literal["FIFO", "LIFO"] = "FIFO"
@@ -359,7 +365,9 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             raise ValueError("expected letters, digits and underscores only (a Dagster name)")
         return v
 
-    @pydantic.field_validator("compaction_options", "clean_options", "archive_options", mode="before")
+    @pydantic.field_validator(
+        "compaction_options", "clean_options", "archive_options", "bootstrap_options", mode="before"
+    )
     @classmethod
     def _options(cls, v: Any, info: pydantic.ValidationInfo) -> Any:
         return _normalize_options(v, str(info.field_name))
@@ -377,6 +385,7 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             )
         try:
             self.compaction_config()
+            self.bootstrap_config()
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self
@@ -434,6 +443,21 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
         return RollbackConfig.from_options(self.service_options())
+
+    def bootstrap_config(self) -> "BootstrapConfig | None":
+        """The core bootstrap settings of ``bootstrap_options`` (table name defaulting to ``name``); None when no
+        ``hoodie.bootstrap.base.path`` is configured (the table gets no bootstrap job).
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig
+
+        opts = {k: _option_str(v) for k, v in self.bootstrap_options.items()}
+        if not opts.get(HoodieKey.BOOTSTRAP_BASE_PATH.key, "").strip():
+            return None
+        opts.setdefault(HoodieKey.TABLE_NAME.key, self.name)
+        return BootstrapConfig.from_options(opts)
 
     def storage_options(self) -> dict[str, Any]:
         """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them)."""

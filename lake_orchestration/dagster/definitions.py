@@ -34,6 +34,7 @@ from lake_orchestration.dagster.checks import build_table_checks
 from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
 from lake_orchestration.dagster.jobs import (
     build_archive_job,
+    build_bootstrap_job,
     build_clean_job,
     build_compaction_job,
     build_rollback_job,
@@ -88,6 +89,9 @@ def build_hudi_definitions(
         rollback = build_rollback_job(cfg, tr)
         clean, archive = build_clean_job(cfg, tr), build_archive_job(cfg, tr)
         jobs += [compaction, schedule, rollback, clean, archive]
+        bootstrap = build_bootstrap_job(cfg, tr)  # only for a table with a bootstrap source
+        if bootstrap is not None:
+            jobs.append(bootstrap)
         schedules += build_schedules(cfg, tr, schedule_compaction=schedule, clean=clean, archive=archive)
         sensors += [
             build_pending_compaction_sensor(cfg, tr, compaction),

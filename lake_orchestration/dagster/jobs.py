@@ -20,7 +20,7 @@ from typing import Any
 import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
-from lake_orchestration.dagster.errors import hudi_step
+from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 
@@ -117,6 +117,75 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
     @dg.job(name=translator.get_job_name(cfg, "rollback"))
     def job() -> None:
         rollback_op()
+
+    return job
+
+
+class BootstrapRunConfig(dg.Config):
+    """Run config of ``<t>__bootstrap``."""
+
+    dry_run: bool = False
+    """Only log the per-partition plan."""
+
+
+def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition | None:
+    """``<t>__bootstrap``: bootstrap the table from the parquet dataset its ``bootstrap_options`` name, once (None
+    for a table without a bootstrap source). A table that already has commits fails the run without retries; a
+    bootstrap that failed earlier (its pending ``00000000000001``/``...02``) is rolled back first, so a retry starts
+    over. Runs in-process (the skeleton files only read key columns)."""
+    from lake_orchestration.errors import TableNotFoundError
+    from lake_orchestration.hudi.model.instant import METADATA_BOOTSTRAP_INSTANT
+    from lake_orchestration.hudi.services.bootstrap import bootstrap, rollback_bootstrap
+
+    bootstrap_config = cfg.bootstrap_config()
+    if bootstrap_config is None:
+        return None
+
+    @dg.op(
+        name=translator.get_op_name(cfg, "bootstrap"),
+        pool=translator.get_pool(cfg),
+        retry_policy=cfg.retry_policy(),
+        tags=translator.get_tags(cfg, "bootstrap"),
+    )
+    def bootstrap_op(context: dg.OpExecutionContext, config: BootstrapRunConfig) -> None:
+        with hudi_step(cfg, instant=METADATA_BOOTSTRAP_INSTANT) as step:
+            try:
+                table = step.open_table()
+            except TableNotFoundError:
+                table = None
+            if table is not None:
+                done = table.timeline.completed_commits().last
+                if done is not None:
+                    raise PermanentHudiError(
+                        f"{cfg.name} already has commits (last {done.time}): a bootstrap runs on an empty table only",
+                        table=cfg.name,
+                        table_uri=cfg.base_path,
+                        instant=str(done.time),
+                        timeline=step.timeline_excerpt(),
+                        error="PlanError",
+                    )
+                if not config.dry_run:
+                    for rb in rollback_bootstrap(table, config=cfg.rollback_config()):
+                        context.log.warning(f"{cfg.name}: rolled back a failed bootstrap ({rb.time})")
+            result = bootstrap(
+                cfg.base_path, bootstrap_config, storage_options=cfg.storage_options(), dry_run=config.dry_run
+            )
+        for p in result.plan.partitions:
+            context.log.info(f"{cfg.name}: {p.partition_path or '(top level)'} {p.mode.value} ({len(p.files)} files)")
+        context.add_output_metadata(
+            {
+                "dry_run": result.dry_run,
+                "partitions": len(result.plan.partitions),
+                "metadata_only_instant": result.metadata_only_instant or "",
+                "full_record_instant": result.full_record_instant or "",
+                "skeleton_files": result.skeleton_files,
+                "full_record_rows": result.full_record_rows,
+            }
+        )
+
+    @dg.job(name=translator.get_job_name(cfg, "bootstrap"), tags=translator.get_tags(cfg, "bootstrap"))
+    def job() -> None:
+        bootstrap_op()
 
     return job
 

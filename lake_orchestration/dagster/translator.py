@@ -11,7 +11,7 @@ group                     ``hudi``
 pool                      ``hudi_t`` (one per table: set its limit to 1 in the instance)
 partitions definition     ``t__compaction_instants``
 jobs                      ``t__compaction``, ``t__schedule_compaction``, ``t__clean``, ``t__archive``,
-                          ``t__rollback``
+                          ``t__rollback``, ``t__bootstrap`` (a table with ``bootstrap_options``)
 ops                       ``t__<step>_op`` (``t__compaction_execute_plan_op``, ``t__compaction_commit_op``,
                           ``t__clean_plan_op`` ...)
 schedules                 ``t__<job>_schedule``
@@ -27,8 +27,8 @@ import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
 
-HudiJob = Literal["compaction", "schedule_compaction", "clean", "archive", "rollback", "ingest"]
-"""The jobs of a table (``ingest`` is the demo's)."""
+HudiJob = Literal["compaction", "schedule_compaction", "clean", "archive", "rollback", "bootstrap", "ingest"]
+"""The jobs of a table (``bootstrap`` only for a table with a bootstrap source; ``ingest`` is the demo's)."""
 HudiStep = Literal[
     "schedule_compaction",
     "compaction_execute_plan",
@@ -39,6 +39,7 @@ HudiStep = Literal[
     "archive",
     "merge_archive_files",
     "rollback",
+    "bootstrap",
 ]
 """The ops of a table's services."""
 HudiSensor = Literal["pending_compaction", "stale_inflight"]
