@@ -84,14 +84,16 @@ def _signature(defs: dg.Definitions) -> dict[str, Any]:
             assets[key.to_user_string()] = {"external": True}
             continue
         ad = defs.resolve_assets_def(key)
+        # an op-backed asset, or a graph-backed one (the compaction partition: execute_plan -> commit)
+        ops = [ad.node_def] if isinstance(ad.node_def, dg.OpDefinition) else list(ad.node_def.iterate_op_defs())
         p = node.partitions_def
         assets[key.to_user_string()] = {
             "deps": sorted(k.to_user_string() for k in node.parent_keys),
             "partitions": (type(p).__name__, getattr(p, "name", None)) if p else None,
             "group": node.group_name,
             "kinds": sorted(node.kinds),
-            "pool": ad.op.pool,
-            "retry": repr(ad.op.retry_policy),
+            "pool": sorted({str(o.pool) for o in ops}),
+            "retry": " ".join(sorted({repr(o.retry_policy) for o in ops})),
             "resources": sorted(ad.required_resource_keys),
             # the component loader adds dagster/code_references and dagster/component_origin: Dagster's, not ours
             "metadata": {k: str(v) for k, v in ad.specs_by_key[key].metadata.items() if not k.startswith("dagster/")},
