@@ -450,3 +450,10 @@ def test_bootstrap_non_partitioned_complex_key_builds_keys_as_the_key_generator(
     pd.testing.assert_frame_equal(
         got[["a", "b", "v"]].reset_index(drop=True), want.reset_index(drop=True), check_dtype=False
     )
+
+
+def test_bootstrap_table_inside_source_refused(source: tuple[Path, pd.DataFrame]) -> None:
+    root, _ = source
+    with pytest.raises(PlanError, match="inside the source"):
+        bootstrap(str(root / "hudi"), _config(root))
+    assert not (root / "hudi").exists()

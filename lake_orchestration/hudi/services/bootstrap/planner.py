@@ -253,6 +253,13 @@ def plan_bootstrap(
         )
     _check_table(base_uri, storage_options)
     source = Storage(config.source_path, options=storage_options)
+    table_storage = Storage(base_uri, options=storage_options)
+    src_root = source.base_path.rstrip("/") + "/"
+    if table_storage.scheme == source.scheme and (table_storage.base_path.rstrip("/") + "/").startswith(src_root):
+        raise PlanError(
+            f"Cannot bootstrap into {base_uri}: it lies inside the source {source.uri(source.base_path)}, whose "
+            "listing would then take the table's own files for source data"
+        )
     folders = list_source_partitions(source)
     if not folders:
         raise PlanError(f"No {SOURCE_FILE_EXTENSION} file under the bootstrap source {source.uri(source.base_path)}")
