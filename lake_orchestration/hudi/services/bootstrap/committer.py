@@ -22,6 +22,7 @@ from lake_orchestration.hudi.model.instant import Instant
 from lake_orchestration.hudi.services.bootstrap.executor import SkeletonWrite
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 BOOTSTRAP_OPERATION = "BOOTSTRAP"
@@ -54,21 +55,31 @@ def bootstrap_commit_metadata(plan: BootstrapPlan, writes: Sequence[SkeletonWrit
 
 
 def commit_metadata_only(
-    table: HudiTable, inflight: Instant, plan: BootstrapPlan, writes: Sequence[SkeletonWrite]
+    table: HudiTable,
+    inflight: Instant,
+    plan: BootstrapPlan,
+    writes: Sequence[SkeletonWrite],
+    *,
+    lock: LockConfig | None = None,
 ) -> Instant:
-    """Write the bootstrap index, then complete ``inflight`` (the commit point, written last).
+    """Write the bootstrap index, then complete ``inflight`` (the commit point, written last) under the table lock.
 
     A committed instant makes this a no-op (its completed instant is returned).
 
     Raises:
-        InvalidInstantStateError: ``inflight`` is not an inflight instant on storage.
+        InvalidInstantStateError: ``inflight`` is not an inflight instant on storage (e.g. rolled back meanwhile).
+        TableLockedError: another process holds the table lock (``lock``) past its wait time.
     """
     done = table.refresh().timeline.completed().get(str(inflight.time))
     if done is not None:
         return done
     write_index(table, plan, writes)
     instant = str(inflight.time)
-    reconcile_markers(table.storage, instant, {w.stat.path for w in writes if w.stat.path})
-    completed = table.transition_to_completed(inflight, bootstrap_commit_metadata(plan, writes).to_bytes())
+    metadata = bootstrap_commit_metadata(plan, writes).to_bytes()
+    # Under the table lock: no rollback of another process takes the instant for a failed one between the check
+    # that it is still inflight (transition_to_completed) and the commit.
+    with table_lock(table, operation=f"bootstrap commit {instant}", config=lock):
+        reconcile_markers(table.storage, instant, {w.stat.path for w in writes if w.stat.path})
+        completed = table.transition_to_completed(inflight, metadata)
     delete_markers(table.storage, instant)
     return completed

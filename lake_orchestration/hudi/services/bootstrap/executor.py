@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
+from lake_orchestration.errors import PlanError
 from lake_orchestration.hudi.hfile.bootstrap_index import BootstrapFileMapping
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import BaseFile
@@ -43,6 +44,7 @@ from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, B
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan, SourceFile
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.base_file_reader import source_storage_and_path
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig
 from lake_orchestration.hudi.write.file_group_writer import ensure_partition_metadata, partition_path_depth
@@ -72,6 +74,8 @@ class SkeletonTask:
     """Storage options (secrets: never shown in a repr, never encoded)."""
     source: SourceFile
     """The source file."""
+    bootstrap_base_path: str
+    """The source dataset's base path (``hoodie.bootstrap.base.path``)."""
     partition_path: str
     """Partition path in the table (= the source folder)."""
     file_id: str
@@ -143,7 +147,7 @@ def write_skeleton(task: SkeletonTask) -> list[SkeletonWrite]:
         runtimeStats=RuntimeStats(totalCreateTime=int((time.monotonic() - t0) * 1000)),
     )
     mapping = BootstrapFileMapping(
-        bootstrap_base_path="",
+        bootstrap_base_path=task.bootstrap_base_path,
         bootstrap_partition_path=task.partition_path,
         partition_path=task.partition_path,
         file_id=task.file_id,
@@ -171,6 +175,7 @@ def skeleton_tasks(table: HudiTable, plan: BootstrapPlan, config: BootstrapConfi
                     base_uri=table.base_uri,
                     storage_options=table.storage.options,
                     source=f,
+                    bootstrap_base_path=plan.source_path,
                     partition_path=part.partition_path,
                     file_id=str(uuid.uuid4()),
                     record_key_fields=tuple(cfg.record_key_fields),
@@ -190,7 +195,15 @@ def execute_metadata_only(
     Returns the inflight instant and the skeletons written, in task order. Nothing is committed: see
     :func:`~lake_orchestration.hudi.services.bootstrap.committer.commit_metadata_only`.
     """
-    requested = table.create_requested(metadata_only_instant(table))
+    # Under the table lock, as a write creates its instant: no other writer commits between the check that the
+    # timeline has no commit and the bootstrap's requested instant.
+    with table_lock(
+        table, operation=f"bootstrap {METADATA_BOOTSTRAP_INSTANT} (instant creation)", config=config.write.lock
+    ):
+        done = table.timeline.completed_commits().last
+        if done is not None:
+            raise PlanError(f"Cannot bootstrap {table.base_uri}: the table got a commit ({done.time}) meanwhile")
+        requested = table.create_requested(metadata_only_instant(table))
     inflight = table.transition_to_inflight(requested)
     tasks = skeleton_tasks(table, plan, config)
     if engine is not None:

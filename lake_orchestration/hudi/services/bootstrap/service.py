@@ -134,7 +134,7 @@ def bootstrap(
         ).start()
         try:
             inflight, writes = execute_metadata_only(table, plan, config, engine=engine)
-            commit_metadata_only(table, inflight, plan, writes)
+            commit_metadata_only(table, inflight, plan, writes, lock=config.write.lock)
         except BaseException:
             heartbeat.stop(delete=False)  # the expiring heartbeat tells a rollback the bootstrap is gone
             raise
