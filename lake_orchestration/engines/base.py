@@ -9,8 +9,9 @@ Task rules (so a task runs the same everywhere):
 
 * ``fn`` is an importable top-level function taking one task and returning a list of results; tasks and results
   are picklable (frozen dataclasses of plain values, file slices, instant filters, merge configs).
-* A task's ``storage_options`` field (secrets) travels only inside the pickled task function on Spark, never as
-  DataFrame data; tasks that travel as data are encoded with :mod:`lake_orchestration.engines.codec`.
+* A task's ``storage_options`` field (secrets; the task then also has the ``base_uri`` they are for) travels only
+  inside the pickled task function on Spark, never as DataFrame data; tasks that travel as data are encoded with
+  :mod:`lake_orchestration.engines.codec`.
 * A task that writes files has an ``attempt: TaskAttempt`` field: its write token. The service sets the local
   value; on Spark the engine hands in the running task attempt (``{partitionId}-{stageId}-{taskAttemptId}``, as
   Hudi's ``FSUtils.makeWriteToken``), so a retried or speculative attempt writes another file name and the
