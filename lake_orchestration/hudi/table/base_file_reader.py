@@ -10,7 +10,7 @@ source.
 
 from __future__ import annotations
 
-import posixpath
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 from urllib.parse import urlparse
@@ -38,6 +38,13 @@ class BaseFileReadable(Protocol):
     def read(self, columns: Sequence[str] | None = ...) -> pa.Table: ...
 
 
+@functools.lru_cache(maxsize=16)
+def _root_storage(root: str, options: tuple[tuple[str, str], ...]) -> Storage:
+    """One storage per store root (``/``, ``s3://bucket``, ``hdfs://nn:8020``) and options: every source file of
+    a read opens through it (no new file system or object-store client per file)."""
+    return Storage(root, options=dict(options) or None)
+
+
 def source_storage_and_path(storage: Storage, source: str) -> tuple[Storage, str]:
     """A storage holding the bootstrap source file ``source`` (a Hadoop path as the bootstrap index records it:
     ``file:/data/src/p/a.parquet``, ``s3a://bucket/src/p/a.parquet`` or a bare local path) and its path there.
@@ -48,12 +55,9 @@ def source_storage_and_path(storage: Storage, source: str) -> tuple[Storage, str
     scheme = parsed.scheme.lower()
     if scheme in ("", "file"):
         path = "/" + parsed.path.lstrip("/") if scheme == "file" else source
-        folder = posixpath.dirname(path) or "/"
-        src = Storage(folder, options=storage.options if not storage.is_local else None)
-        return src, src.join(posixpath.basename(path))
-    folder_uri = source.rsplit("/", 1)[0]
-    src = Storage(folder_uri, options=storage.options)
-    return src, src.join(source.rsplit("/", 1)[1])
+        return _root_storage("/", ()), path
+    root = _root_storage(f"{parsed.scheme}://{parsed.netloc}", tuple(sorted(storage.options.items())))
+    return root, root.join(parsed.path)
 
 
 class BootstrapBaseFile:

@@ -49,6 +49,7 @@ from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig
 from lake_orchestration.hudi.write.file_group_writer import ensure_partition_metadata, partition_path_depth
 from lake_orchestration.hudi.write.keys import record_keys
+from lake_orchestration.hudi.write.records import is_complex_key
 from lake_orchestration.hudi.write.writer import WriteOperation, WriteResult, write_table
 from lake_orchestration.io.storage import Storage
 
@@ -165,7 +166,7 @@ def metadata_only_instant(table: HudiTable) -> Instant:
 def skeleton_tasks(table: HudiTable, plan: BootstrapPlan, config: BootstrapConfig) -> list[SkeletonTask]:
     """One task per source file of the METADATA_ONLY partitions, each with a new file id."""
     cfg = table.config
-    complex_key = len(cfg.record_key_fields) > 1 or "Complex" in (cfg.key_generator_class or "")
+    complex_key = is_complex_key(cfg)
     tasks: list[SkeletonTask] = []
     for part in plan.partitions_in(BootstrapMode.METADATA_ONLY):
         for f in part.files:
