@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lake_orchestration.hudi.model.instant import Action, Instant
-from lake_orchestration.hudi.services.archive.executor import CrashHook, _no_crash
+from lake_orchestration.hudi.services.archive.executor import CrashHook, no_crash
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.marker import MARKERS_DIR
 
 
 def commit_archive(
-    table: HudiTable, files: Sequence[Instant], *, crash: CrashHook = _no_crash
+    table: HudiTable, files: Sequence[Instant], *, crash: CrashHook = no_crash
 ) -> tuple[list[str], list[str]]:
     """Remove the archived timeline files ``files`` (their archive file written and verified): the markers, the
     instant files, the ``.aux`` copies. Returns (timeline files deleted, marker folders and ``.aux`` files removed).
@@ -31,7 +31,7 @@ def commit_archive(
     return deleted, cleaned
 
 
-def delete_instant_files(table: HudiTable, files: Sequence[Instant], *, crash: CrashHook = _no_crash) -> list[str]:
+def delete_instant_files(table: HudiTable, files: Sequence[Instant], *, crash: CrashHook = no_crash) -> list[str]:
     """Delete timeline files: requested/inflight first, then completed ones in ascending time (HUDI-7207).
 
     Missing files count as deleted (a crashed run may have removed them). Returns the names deleted.

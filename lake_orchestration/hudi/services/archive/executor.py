@@ -33,7 +33,7 @@ CrashHook = Callable[[str], None]
 """Called with a stage name at each stage boundary (tests inject crashes through it)."""
 
 
-def _no_crash(stage: str) -> None:
+def no_crash(stage: str) -> None:
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from lake_orchestration.errors import CorruptFileError, FileAlreadyExistsError, StorageError
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan
-from lake_orchestration.hudi.services.archive.executor import CrashHook, _no_crash, write_archive_file
+from lake_orchestration.hudi.services.archive.executor import CrashHook, no_crash, write_archive_file
 from lake_orchestration.hudi.table.archived_timeline import (
     MERGE_ARCHIVE_PLAN_NAME,
     ArchiveFile,
@@ -218,7 +218,7 @@ def merge_small_archive_files(
     min_files: int,
     batch: int,
     dry_run: bool = False,
-    crash: CrashHook = _no_crash,
+    crash: CrashHook = no_crash,
     listed: Sequence[ArchiveFile] | None = None,
     known: Mapping[str, ArchiveFileContent] | None = None,
     check: Callable[[], None] = lambda: None,

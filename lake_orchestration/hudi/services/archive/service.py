@@ -19,8 +19,8 @@ from lake_orchestration.hudi.services.archive.committer import commit_archive, d
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.archive.executor import (
     CrashHook,
-    _no_crash,
     archive_records,
+    no_crash,
     write_archive_file,
 )
 from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_small_archive_files, recover_merge
@@ -121,7 +121,7 @@ def run_archive(
     # The whole run, merge included, holds the table lock: two archivals at once would archive the same instants
     # twice, and one's merge recovery would take the other's live merge plan for a crashed one.
     with nullcontext() if dry_run else table_lock(table, operation="archive", config=config.lock):
-        return _run_archive(table, config, dry_run=dry_run, crash=_crash_at or _no_crash, merge=config.merge_enable)
+        return _run_archive(table, config, dry_run=dry_run, crash=_crash_at or no_crash, merge=config.merge_enable)
 
 
 def archive(
@@ -140,7 +140,7 @@ def archive(
     config = config or ArchiveConfig.for_table(table.config.raw)
     config.validate()
     with nullcontext() if dry_run else table_lock(table, operation="archive", config=config.lock):
-        return _run_archive(table, config, dry_run=dry_run, crash=_crash_at or _no_crash, merge=False)
+        return _run_archive(table, config, dry_run=dry_run, crash=_crash_at or no_crash, merge=False)
 
 
 def _run_archive(
@@ -235,7 +235,7 @@ def _merge_step(
     recovery: tuple[str | None, list[str]],
     *,
     dry_run: bool,
-    crash: CrashHook = _no_crash,
+    crash: CrashHook = no_crash,
     listed: list[ArchiveFile] | None = None,
     known: dict[str, ArchiveFileContent] | None = None,
     enabled: bool,
