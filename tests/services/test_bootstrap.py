@@ -26,6 +26,7 @@ from lake_orchestration.hudi.hfile.bootstrap_index import (
 )
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.bootstrap import (
     BootstrapConfig,
     BootstrapMode,
@@ -38,6 +39,7 @@ from lake_orchestration.hudi.services.bootstrap import committer as bootstrap_co
 from lake_orchestration.hudi.services.bootstrap import executor as bootstrap_executor
 from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.base_file_reader import BootstrapBaseFile
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
@@ -457,3 +459,26 @@ def test_bootstrap_table_inside_source_refused(source: tuple[Path, pd.DataFrame]
     with pytest.raises(PlanError, match="inside the source"):
         bootstrap(str(root / "hudi"), _config(root))
     assert not (root / "hudi").exists()
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 5, 64])
+def test_bootstrap_base_file_stitches_by_position_across_row_group_boundaries(tmp_path: Path, batch_size: int) -> None:
+    n = 23
+    meta = pa.table({name: pa.array([f"{name}-{i}" for i in range(n)]) for name in META_FIELDS})
+    data = pa.table({"id": pa.array([f"{i}" for i in range(n)]), "x": pa.array(range(n), pa.int64())})
+    pq.write_table(meta, tmp_path / "skeleton.parquet", row_group_size=4)
+    pq.write_table(data, tmp_path / "source.parquet", row_group_size=7)
+    stitched = BootstrapBaseFile(
+        pq.ParquetFile(tmp_path / "skeleton.parquet"),
+        pq.ParquetFile(tmp_path / "source.parquet"),
+        skeleton_uri="skeleton",
+        source_uri="source",
+    )
+    batches = list(stitched.iter_batches(batch_size=batch_size))
+    table = pa.Table.from_batches(batches)
+    assert table.column_names == [*META_FIELDS, "id", "x"] == stitched.schema_arrow.names
+    assert table.column("_hoodie_record_key").to_pylist() == [f"_hoodie_record_key-{i}" for i in range(n)]
+    assert table.column("x").to_pylist() == list(range(n))
+    assert stitched.read(columns=["_hoodie_record_key"]).column_names == ["_hoodie_record_key"]
+    assert stitched.read(columns=["x", "_hoodie_commit_time"]).column_names == ["_hoodie_commit_time", "x"]
+    assert stitched.metadata.num_rows == n
