@@ -74,3 +74,45 @@ def test_log_compaction_cli_refuses_a_metadata_table_until_disabled(tmp_path: Pa
     assert r.exit_code == 0 and f"Committed log compaction {sched.instant}" in r.output, r.output
     assert not (path / ".hoodie" / "metadata").exists()
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_log_compaction_execute_then_commit_as_separate_steps_commits_what_execute_wrote(tmp_path: Path) -> None:
+    import pickle
+
+    from lake_orchestration.hudi.services.log_compaction import commit_log_compaction, execute_log_compaction
+
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    cfg = CompactionConfig(log_compaction_blocks_threshold=2)
+    sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)
+    assert sched.scheduled, sched.reason
+    instant = str(sched.instant)
+    execution = execute_log_compaction(HudiTable(str(path)), instant, config=cfg)
+    assert HudiTable(str(path)).timeline.get(instant, Action.LOG_COMPACTION).state is State.INFLIGHT
+    written = {s.path for s in execution.metadata.write_stats()}
+    assert written and all((path / p).exists() for p in written)
+    logs_after_execute = {str(p.relative_to(path)) for p in path.rglob(".*.log.*")}
+    md = commit_log_compaction(HudiTable(str(path)), pickle.loads(pickle.dumps(execution)), config=cfg)
+    assert {s.path for s in md.write_stats()} == written
+    assert HudiTable(str(path)).timeline.get(instant, Action.DELTA_COMMIT).is_completed
+    assert {str(p.relative_to(path)) for p in path.rglob(".*.log.*")} == logs_after_execute  # nothing written again
+    assert not (path / ".hoodie" / ".heartbeat" / instant).exists()
+    assert not (path / ".hoodie" / ".temp" / instant).exists()
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_log_compaction_commit_refused_when_the_attempt_was_taken_over(tmp_path: Path) -> None:
+    import pytest
+
+    from lake_orchestration.errors import InvalidInstantStateError
+    from lake_orchestration.hudi.services.log_compaction import commit_log_compaction, execute_log_compaction
+
+    path = _generated(tmp_path, deltas=3)
+    cfg = CompactionConfig(log_compaction_blocks_threshold=2)
+    sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)
+    instant = str(sched.instant)
+    execution = execute_log_compaction(HudiTable(str(path)), instant, config=cfg)
+    (path / ".hoodie" / ".heartbeat" / instant).write_bytes(b"another attempt\n")
+    with pytest.raises(InvalidInstantStateError, match="not committed by this process"):
+        commit_log_compaction(HudiTable(str(path)), execution, config=cfg)
+    assert HudiTable(str(path)).timeline.get(instant, Action.LOG_COMPACTION).state is State.INFLIGHT
