@@ -27,6 +27,7 @@ from lake_orchestration.hudi.hfile.bootstrap_index import (
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
+from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.bootstrap import (
     BootstrapConfig,
     BootstrapMode,
@@ -38,8 +39,10 @@ from lake_orchestration.hudi.services.bootstrap import (
 from lake_orchestration.hudi.services.bootstrap import committer as bootstrap_committer
 from lake_orchestration.hudi.services.bootstrap import executor as bootstrap_executor
 from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
+from lake_orchestration.hudi.services.rollback import stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.base_file_reader import BootstrapBaseFile
+from lake_orchestration.hudi.table.health import table_health
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
@@ -482,3 +485,18 @@ def test_bootstrap_base_file_stitches_by_position_across_row_group_boundaries(tm
     assert stitched.read(columns=["_hoodie_record_key"]).column_names == ["_hoodie_record_key"]
     assert stitched.read(columns=["x", "_hoodie_commit_time"]).column_names == ["_hoodie_commit_time", "x"]
     assert stitched.metadata.num_rows == n
+
+
+def test_bootstrap_fresh_table_health_archive_and_stale_check_work(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    """Services that turn instants into times (health, archive, the stale-write timeout) read 00000000000001 as
+    Java does (1 ms after the epoch) instead of failing."""
+    root, _ = source
+    table_path = tmp_path / "table"
+    bootstrap(str(table_path), _config(root))
+    table = HudiTable(str(table_path))
+    health = table_health(table)
+    assert health.to_json_obj()
+    assert run_archive(table, dry_run=True).archived_instants == ()
+    assert stale_writes(table, timeout_s=1) == []

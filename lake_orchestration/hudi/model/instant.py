@@ -60,7 +60,14 @@ class InstantTime(str):
         return super().__new__(cls, value)
 
     def to_datetime(self, tz: str = "UTC") -> pendulum.DateTime:
-        """The instant as a datetime in ``tz`` (14-digit instants get ``.999`` like Hudi)."""
+        """The instant as a datetime in ``tz`` (14-digit instants get ``.999`` like Hudi).
+
+        ``00000000000000`` to ``00000000000002`` (initial and bootstrap instants) are not dates: they read as
+        ``new Date(Integer.parseInt(ts))``, 0 to 2 ms after the epoch, as Java's
+        ``HoodieActiveTimeline.parseDateFromInstantTimeSafely`` reads them.
+        """
+        if self in _SPECIAL:
+            return pendulum.from_timestamp(int(self) / 1000, tz=tz)
         v = self[:17] if len(self) >= 17 else self + "999"
         return pendulum.from_format(v, INSTANT_FORMAT, tz=tz)
 
