@@ -1,7 +1,7 @@
 """Run by the pypaimon venv's interpreter (never imported by the tests): writes and scans Paimon tables with
 pypaimon and prints JSON. Independent of lake_orchestration (pypaimon pins pyarrow<20, so it runs out of process).
 
-Usage: python pypaimon_driver.py write SPEC_JSON | append SPEC_JSON | scan WAREHOUSE IDENTIFIER
+Usage: python pypaimon_driver.py write SPEC_JSON | append SPEC_JSON | bulk SPEC_JSON | scan WAREHOUSE IDENTIFIER
        | read WAREHOUSE IDENTIFIER
 """
 
@@ -62,6 +62,56 @@ def append(spec: dict[str, Any]) -> dict[str, Any]:
     return {"snapshots": len(spec["commits"])}
 
 
+def bulk(spec: dict[str, Any]) -> dict[str, Any]:
+    """A benchmark table: ``rows`` inserts (id, name, amount), then ``updates`` commits each updating
+    ``update_fraction`` of the ids, then one commit deleting ``delete_fraction`` of them (deterministic ids).
+
+    spec: warehouse, identifier, rows, updates, update_fraction, delete_fraction, options.
+    """
+    catalog = _catalog(spec["warehouse"])
+    catalog.create_database(spec["identifier"].split(".")[0], True)
+    pa_schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("name", pa.string()),
+            pa.field("amount", pa.float64()),
+            pa.field("op", pa.string()),
+        ]
+    )
+    schema = Schema.from_pyarrow_schema(
+        pa_schema, primary_keys=["id"], options={"rowkind.field": "op", **spec.get("options", {})}
+    )
+    catalog.create_table(spec["identifier"], schema, False)
+    table = catalog.get_table(spec["identifier"])
+    rows = spec["rows"]
+
+    def commit(ids: Any, tag: str, op: str) -> None:
+        n = len(ids)
+        data = pa.Table.from_arrays(
+            [
+                pa.array(ids, pa.int64()),
+                pa.array([f"{tag}-{i}" for i in ids] if op == "+I" else [None] * n, pa.string()),
+                pa.array([float(i) for i in ids] if op == "+I" else [None] * n, pa.float64()),
+                pa.array([op] * n, pa.string()),
+            ],
+            schema=pa_schema,
+        )
+        builder = table.new_batch_write_builder()
+        table_write, table_commit = builder.new_write(), builder.new_commit()
+        table_write.write_arrow(data)
+        table_commit.commit(table_write.prepare_commit())
+        table_write.close()
+        table_commit.close()
+
+    commit(list(range(rows)), "v0", "+I")
+    step = max(1, int(1 / spec["update_fraction"]))
+    for n in range(spec["updates"]):
+        commit(list(range(n, rows, step)), f"v{n + 1}", "+I")
+    if spec["delete_fraction"] > 0:
+        commit(list(range(0, rows, max(1, int(1 / spec["delete_fraction"])))), "", "-D")
+    return {"rows": rows}
+
+
 def scan(warehouse: str, identifier: str) -> dict[str, Any]:
     """The latest snapshot's scan plan: per split its partition, bucket and files (name, level, rows, deletes)."""
     table = _catalog(warehouse).get_table(identifier)
@@ -107,12 +157,14 @@ def main(argv: list[str]) -> None:
         result = write(json.loads(argv[2]))
     elif command == "append":
         result = append(json.loads(argv[2]))
+    elif command == "bulk":
+        result = bulk(json.loads(argv[2]))
     elif command == "scan":
         result = scan(argv[2], argv[3])
     elif command == "read":
         result = read(argv[2], argv[3])
     else:
-        raise SystemExit(f"unknown command {command!r}: expected write, append, scan or read")
+        raise SystemExit(f"unknown command {command!r}: expected write, append, bulk, scan or read")
     json.dump(result, sys.stdout)
 
 

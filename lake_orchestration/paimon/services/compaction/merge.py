@@ -49,12 +49,16 @@ def _group_bounds(table: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarr
         return empty, empty
     change: Any = None
     for name in key_columns:
-        col = table.column(name)
-        neq = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
+        col = table.column(name).combine_chunks()
+        # a null comparison (a null key on either side) is a change unless both are null
+        neq = pc.coalesce(pc.not_equal(col.slice(1), col.slice(0, n - 1)), pa.scalar(True))
         both_null = pc.and_(pc.is_null(col.slice(1)), pc.is_null(col.slice(0, n - 1)))
         neq = pc.and_(neq, pc.invert(both_null))
         change = neq if change is None else pc.or_(change, neq)
-    boundaries = np.asarray(pc.indices_nonzero(change)) + 1 if change is not None else np.zeros(0, dtype=np.int64)
+    if change is None:
+        boundaries = np.zeros(0, dtype=np.int64)
+    else:
+        boundaries = pc.indices_nonzero(change).to_numpy(zero_copy_only=False).astype(np.int64) + 1
     starts = np.concatenate([[0], boundaries]).astype(np.int64)
     ends = np.concatenate([boundaries - 1, [n - 1]]).astype(np.int64)
     return starts, ends
@@ -82,11 +86,18 @@ def merge_rows(
         PlanError: A retraction the merge engine refuses, or an aggregate function not supported here.
     """
     seq_fields = [f.strip() for f in options.get("sequence.field", "").split(",") if f.strip()]
+    if engine is MergeEngine.DEDUPLICATE:
+        # only the sort columns are reordered; the rows themselves are taken once, one per key
+        sort_keys = [(c, "ascending") for c in (*key_columns, *seq_fields, SEQUENCE_NUMBER)]
+        order = pc.sort_indices(table.select([c for c, _ in sort_keys]), sort_keys=sort_keys)
+        _, ends = _group_bounds(table.select(list(key_columns)).take(order), key_columns)
+        merged = table.take(order.take(pa.array(ends)))
+        if drop_delete:
+            merged = merged.filter(pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))))
+        return merged
     rows = sort_rows(table, key_columns, seq_fields)
     starts, ends = _group_bounds(rows, key_columns)
-    if engine is MergeEngine.DEDUPLICATE:
-        merged = rows.take(pa.array(ends))
-    elif engine is MergeEngine.FIRST_ROW:
+    if engine is MergeEngine.FIRST_ROW:
         kept = rows.filter(pc.invert(pc.is_in(rows.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))))
         first, _ = _group_bounds(kept, key_columns)
         merged = kept.take(pa.array(first))
