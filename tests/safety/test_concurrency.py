@@ -114,9 +114,9 @@ def _archived_names(path: Path) -> list[str]:
 
 
 _ARCHIVE = """
-from lake_orchestration.hudi.services.archive import run_archive
+from lake_orchestration.hudi.services.archive import ArchiveConfig, run_archive
 from lake_orchestration.hudi.table import HudiTable
-r = run_archive(HudiTable(args["path"]), args["options"])
+r = run_archive(HudiTable(args["path"]), ArchiveConfig.from_options(args["options"]))
 print(json.dumps({"archived": [i.file_name for i in r.archived_instants], "merged": r.merge.merged_file}))
 """
 
@@ -249,12 +249,12 @@ Path(args["done"]).write_text("1")
 """
 
 _CLEANER = """
-from lake_orchestration.hudi.services.clean import run_clean
+from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
 from lake_orchestration.hudi.table import HudiTable
 cleans = 0
 while True:
     finished = Path(args["done"]).exists()
-    r = run_clean(HudiTable(args["path"]), args["options"])
+    r = run_clean(HudiTable(args["path"]), CleanConfig.from_options(args["options"]))
     cleans += len(r.instants)
     if finished:
         break

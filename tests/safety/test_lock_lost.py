@@ -45,7 +45,7 @@ SERVICE_OPTIONS = {
 _PAUSED_HOLDER = """
 import json, sys, time
 from pathlib import Path
-from lake_orchestration.hudi.services.archive import merge_archive_files, run_archive
+from lake_orchestration.hudi.services.archive import ArchiveConfig, merge_archive_files, run_archive
 from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
@@ -57,10 +57,10 @@ with table_lock(table, operation="paused holder", config=LockConfig.from_options
     while not go.exists():
         time.sleep(0.01)
     if service == "archive":
-        r = run_archive(table, options)
+        r = run_archive(table, ArchiveConfig.from_options(options))
         print("archived", [i.file_name for i in r.archived_instants])
     elif service == "archive merge":
-        print("merge", merge_archive_files(table, options))
+        print("merge", merge_archive_files(table, ArchiveConfig.from_options(options)))
     else:
         r = schedule_compaction(table, config=CompactionConfig.from_options(options))
         print("scheduled", r.instant)
