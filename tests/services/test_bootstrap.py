@@ -33,11 +33,15 @@ from lake_orchestration.hudi.services.bootstrap import (
     BootstrapMode,
     ModeSelector,
     bootstrap,
+    commit_metadata_only,
+    execute_metadata_only,
     pending_bootstrap_instants,
+    plan_bootstrap,
     rollback_bootstrap,
 )
 from lake_orchestration.hudi.services.bootstrap import committer as bootstrap_committer
 from lake_orchestration.hudi.services.bootstrap import executor as bootstrap_executor
+from lake_orchestration.hudi.services.bootstrap.service import bootstrap_table_properties
 from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import stale_writes
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
@@ -500,3 +504,30 @@ def test_bootstrap_fresh_table_health_archive_and_stale_check_work(
     assert health.to_json_obj()
     assert run_archive(table, dry_run=True).archived_instants == ()
     assert stale_writes(table, timeout_s=1) == []
+
+
+def test_bootstrap_execute_then_commit_twice_commits_once(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    """The METADATA_ONLY steps on their own: execute writes skeletons and the inflight instant only; commit writes
+    the index and the completed instant; a second commit of the same execution changes nothing."""
+    root, rows = source
+    table_path = tmp_path / "table"
+    config = _config(root)
+    plan = plan_bootstrap(str(table_path), config)
+    table = HudiTable.create(str(table_path), bootstrap_table_properties(plan, config))
+    execution = execute_metadata_only(table, plan, config)
+
+    assert execution.to_json_obj() == {
+        "instant": "00000000000001",
+        "action": "deltacommit",
+        "skeleton_files": 9,
+        "rows": len(rows),
+    }
+    assert table.refresh().timeline.completed_commits().last is None
+    assert not (table_path / PARTITION_INDEX_PATH).exists()
+    first = commit_metadata_only(table, plan, execution)
+    files = sorted(p.name for p in table_path.rglob("*") if p.is_file())
+    again = commit_metadata_only(table, plan, execution)
+
+    assert first == again and first.state is State.COMPLETED
+    assert sorted(p.name for p in table_path.rglob("*") if p.is_file()) == files
+    _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))

@@ -11,7 +11,11 @@ partitions, files and modes), :mod:`.executor` (skeleton files, the FULL_RECORD 
 
 from lake_orchestration.hudi.services.bootstrap.committer import commit_metadata_only
 from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode, ModeSelector
-from lake_orchestration.hudi.services.bootstrap.executor import execute_full_record, execute_metadata_only
+from lake_orchestration.hudi.services.bootstrap.executor import (
+    MetadataOnlyExecution,
+    execute_full_record,
+    execute_metadata_only,
+)
 from lake_orchestration.hudi.services.bootstrap.planner import (
     BootstrapPlan,
     PartitionPlan,
@@ -27,6 +31,7 @@ __all__ = [
     "BootstrapMode",
     "BootstrapPlan",
     "BootstrapResult",
+    "MetadataOnlyExecution",
     "ModeSelector",
     "PartitionPlan",
     "SourceFile",

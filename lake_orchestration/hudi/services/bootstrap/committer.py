@@ -19,7 +19,7 @@ from lake_orchestration.hudi.hfile.bootstrap_index import (
 )
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Instant
-from lake_orchestration.hudi.services.bootstrap.executor import SkeletonWrite
+from lake_orchestration.hudi.services.bootstrap.executor import MetadataOnlyExecution, SkeletonWrite
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
@@ -55,21 +55,17 @@ def bootstrap_commit_metadata(plan: BootstrapPlan, writes: Sequence[SkeletonWrit
 
 
 def commit_metadata_only(
-    table: HudiTable,
-    inflight: Instant,
-    plan: BootstrapPlan,
-    writes: Sequence[SkeletonWrite],
-    *,
-    lock: LockConfig | None = None,
+    table: HudiTable, plan: BootstrapPlan, execution: MetadataOnlyExecution, *, lock: LockConfig | None = None
 ) -> Instant:
-    """Write the bootstrap index, then complete ``inflight`` (the commit point, written last) under the table lock.
-
-    A committed instant makes this a no-op (its completed instant is returned).
+    """Write the bootstrap index, then complete the execution's inflight instant (the commit point, written last)
+    under the table lock. Never executes anything; a committed instant makes this a no-op (its completed instant
+    is returned).
 
     Raises:
         InvalidInstantStateError: ``inflight`` is not an inflight instant on storage (e.g. rolled back meanwhile).
         TableLockedError: another process holds the table lock (``lock``) past its wait time.
     """
+    inflight, writes = execution.inflight, execution.writes
     done = table.refresh().timeline.completed().get(str(inflight.time))
     if done is not None:
         return done

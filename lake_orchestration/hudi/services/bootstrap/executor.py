@@ -157,6 +157,24 @@ def write_skeleton(task: SkeletonTask) -> list[SkeletonWrite]:
     return [SkeletonWrite(stat=stat, mapping=mapping)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class MetadataOnlyExecution:
+    """What the METADATA_ONLY execute step wrote: the inflight instant and the skeletons (the commit's input)."""
+
+    inflight: Instant
+    """``00000000000001`` in its inflight state."""
+    writes: tuple[SkeletonWrite, ...]
+    """The skeleton files written, with their source files."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "instant": str(self.inflight.time),
+            "action": self.inflight.action.value,
+            "skeleton_files": len(self.writes),
+            "rows": sum(w.stat.numWrites for w in self.writes),
+        }
+
+
 def metadata_only_instant(table: HudiTable) -> Instant:
     """``00000000000001`` with the table's commit action (``commit``, ``deltacommit`` on MERGE_ON_READ)."""
     action = Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
@@ -190,11 +208,15 @@ def skeleton_tasks(table: HudiTable, plan: BootstrapPlan, config: BootstrapConfi
 
 def execute_metadata_only(
     table: HudiTable, plan: BootstrapPlan, config: BootstrapConfig, *, engine: Engine | None = None
-) -> tuple[Instant, list[SkeletonWrite]]:
+) -> MetadataOnlyExecution:
     """``<01>.requested`` -> ``.inflight`` (both empty), then the skeleton base files (with their markers).
 
     Returns the inflight instant and the skeletons written, in task order. Nothing is committed: see
     :func:`~lake_orchestration.hudi.services.bootstrap.committer.commit_metadata_only`.
+
+    Raises:
+        PlanError: the table got a commit since it was planned.
+        TableLockedError: another process holds the table lock past its wait time.
     """
     # Under the table lock, as a write creates its instant: no other writer commits between the check that the
     # timeline has no commit and the bootstrap's requested instant.
@@ -211,7 +233,7 @@ def execute_metadata_only(
         writes = engine.map_tasks(write_skeleton, tasks, description=f"bootstrap {METADATA_BOOTSTRAP_INSTANT}")
     else:
         writes = [w for t in tasks for w in write_skeleton(t)]
-    return inflight, writes
+    return MetadataOnlyExecution(inflight=inflight, writes=tuple(writes))
 
 
 def read_source_rows(table: HudiTable, files: Sequence[SourceFile]) -> pa.Table:

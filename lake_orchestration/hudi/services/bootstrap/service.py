@@ -133,13 +133,13 @@ def bootstrap(
             table.storage, METADATA_BOOTSTRAP_INSTANT, interval_ms=config.write.heartbeat_interval_ms
         ).start()
         try:
-            inflight, writes = execute_metadata_only(table, plan, config, engine=engine)
-            commit_metadata_only(table, inflight, plan, writes, lock=config.write.lock)
+            execution = execute_metadata_only(table, plan, config, engine=engine)
+            commit_metadata_only(table, plan, execution, lock=config.write.lock)
         except BaseException:
             heartbeat.stop(delete=False)  # the expiring heartbeat tells a rollback the bootstrap is gone
             raise
         heartbeat.stop(delete=True)
-        metadata_instant, skeletons = METADATA_BOOTSTRAP_INSTANT, len(writes)
+        metadata_instant, skeletons = METADATA_BOOTSTRAP_INSTANT, len(execution.writes)
     full = execute_full_record(table.refresh(), plan, config, engine=engine)
     return BootstrapResult(
         plan=plan,
