@@ -3,9 +3,10 @@
 Materializing ``hudi/<t>`` records the table's :class:`~lake_orchestration.hudi.table.health.TableHealth` as typed
 metadata (ints, and the latest commit and oldest pending plan as timestamps), so Dagster plots them over time.
 
-``hudi/<t>/compaction`` has one dynamic partition per compaction instant; materializing a partition executes that
-plan and commits it, so a backfill over the partitions runs every pending plan, each exactly once (a committed plan
-is a no-op).
+``hudi/<t>/compaction`` has one dynamic partition per compaction instant; materializing a partition runs the graph
+``execute_plan`` -> ``commit`` on that plan (a failed commit is retried alone, from the write stats the first op
+handed it), so a backfill over the partitions runs every pending plan, each exactly once (a committed plan is a
+no-op).
 """
 
 from dataclasses import dataclass
@@ -19,6 +20,13 @@ from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
+from lake_orchestration.hudi.services.compaction import (
+    CompactionConfig,
+    CompactionExecution,
+    CompactionResult,
+    commit_execution,
+    execute_plan,
+)
 from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
 
 
@@ -65,7 +73,9 @@ def build_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
     return _asset
 
 
-def compaction_metadata(result: Any, *, timezone: TimelineTimezone | None = None) -> dict[str, dg.MetadataValue]:
+def compaction_metadata(
+    result: CompactionResult, *, timezone: TimelineTimezone | None = None
+) -> dict[str, dg.MetadataValue]:
     """The metadata of one executed and committed plan (a ``CompactionResult``): counts as ints, seconds as a
     float, the plan's instant time as a timestamp (given the table's ``timezone``), the write stats of each operation
     as JSON."""
@@ -102,7 +112,7 @@ class ExecutedPlan:
 
     instant: str
     """The compaction instant (the partition key)."""
-    execution: Any = None
+    execution: CompactionExecution | None = None
     """The ``CompactionExecution`` (write stats of the new base files) to commit; None: nothing to commit."""
     already_committed: bool = False
     """The plan was committed before this run."""
@@ -110,7 +120,7 @@ class ExecutedPlan:
     """Why the plan was not executed (another process executes it), or empty."""
 
 
-def execution_metadata(execution: Any) -> dict[str, dg.MetadataValue]:
+def execution_metadata(execution: CompactionExecution) -> dict[str, dg.MetadataValue]:
     """The ``execute_plan`` op's output metadata (a ``CompactionExecution``): counts as ints, seconds as a float."""
     return {
         "instant": dg.MetadataValue.text(str(execution.instant)),
@@ -133,12 +143,11 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     """
     from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.model.instant import Action
-    from lake_orchestration.hudi.services.compaction import commit_execution, execute_plan
 
     pool = translator.get_pool(cfg)
     tags = translator.get_tags(cfg, "compaction")
 
-    def compaction_config() -> Any:
+    def compaction_config() -> CompactionConfig:
         return cfg.compaction_config()
 
     @dg.op(

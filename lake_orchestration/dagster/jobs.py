@@ -23,6 +23,7 @@ from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
+from lake_orchestration.hudi.services.clean import CleanConfig, CleanExecution
 
 
 class RollbackConfig(dg.Config):
@@ -212,7 +213,7 @@ class ExecutedClean:
 
     planned: PlannedClean
     """The plan op's output."""
-    executions: tuple[Any, ...]
+    executions: tuple[CleanExecution, ...]
     """One ``CleanExecution`` (the metadata to commit and the attempt's token) per executed clean."""
     skipped: tuple[str, ...] = ()
     """Cleans another process is executing (left to it)."""
@@ -239,7 +240,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     pool = translator.get_pool(cfg)
     tags = translator.get_tags(cfg, "clean")
 
-    def clean_config() -> Any:
+    def clean_config() -> CleanConfig:
         return cfg.clean_config()
 
     @dg.op(name=translator.get_op_name(cfg, "clean_plan"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
