@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lake_orchestration.errors import PaimonCommitConflictError
+from lake_orchestration.errors import PaimonCommitConflictError, PlanError
 from lake_orchestration.paimon.model import FileKind, Snapshot
 from lake_orchestration.paimon.model.avro import read_container, write_container
 from lake_orchestration.paimon.model.manifest import MANIFEST_ENTRY_SCHEMA, ManifestEntry
@@ -153,3 +153,19 @@ def test_commit_refuses_a_level_that_would_no_longer_be_one_sorted_run(paimon_go
     assert sorted((Path(table.uri) / "manifest").iterdir()) == manifests  # nothing written
     commit = commit_compaction(table, execution)
     assert commit is not None and commit.snapshot.id == 6
+
+
+def test_plan_refuses_files_of_a_schema_with_other_columns(paimon_golden: Path, tmp_path: Path) -> None:
+    table = _back_to(paimon_golden, "test_pk_full_text_golden", 5, tmp_path / "t")
+    schema = json.loads((Path(table.uri) / "schema" / "schema-0").read_text())
+    schema["id"] = 1
+    schema["fields"].append({"id": 2, "name": "added", "type": "INT"})
+    schema["highestFieldId"] = 2
+    (Path(table.uri) / "schema" / "schema-1").write_text(json.dumps(schema))
+    with pytest.raises(PlanError, match=r"written with schema 0, whose columns differ from schema 1"):
+        plan_compaction(table)
+    # only options changed: the same columns, the plan goes ahead
+    schema["fields"].pop()
+    schema["options"]["target-file-size"] = "64 mb"
+    (Path(table.uri) / "schema" / "schema-1").write_text(json.dumps(schema))
+    assert not plan_compaction(table).is_empty

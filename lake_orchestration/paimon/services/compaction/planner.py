@@ -167,6 +167,19 @@ def plan_bucket(
     )
 
 
+def _check_schemas(table: PaimonTable, schema: TableSchema, planned: BucketCompaction) -> None:
+    """Files written with another schema must have the same columns: schema evolution is not applied here."""
+    for schema_id in sorted({f.schema_id for f in planned.files} - {schema.id}):
+        old = table.schema(schema_id)
+        if [(f.id, f.name, f.type.json) for f in old.fields] != [(f.id, f.name, f.type.json) for f in schema.fields]:
+            names = [f.file_name for f in planned.files if f.schema_id == schema_id][:3]
+            raise PlanError(
+                f"{table.uri} bucket {planned.bucket}: files {names} were written with schema {schema_id}, whose "
+                f"columns differ from schema {schema.id}: expected one schema's columns (schema evolution is not "
+                "supported by this compaction)"
+            )
+
+
 def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompactionPlan:
     """Plan the compaction of every bucket of the latest snapshot.
 
@@ -179,7 +192,8 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
         The plan (empty when nothing is to be done or the table has no snapshot).
 
     Raises:
-        PlanError: What :func:`check_supported` refuses, or a bucket to compact has deletion vectors.
+        PlanError: What :func:`check_supported` refuses, a bucket to compact has deletion vectors, or its files
+            were written with a schema of other columns.
     """
     schema = table.schema()
     options = CoreOptions(schema.options)
@@ -198,6 +212,7 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
         planned = plan_bucket(bucket, options, schema, full=full, bucket_path=path)
         if planned is None:
             continue
+        _check_schemas(table, schema, planned)
         if (bucket.partition.data, bucket.bucket) in dv_buckets:
             raise PlanError(
                 f"{table.uri} bucket {bucket.bucket} (partition {bucket.partition.data.hex()}) has deletion vectors "
