@@ -531,3 +531,64 @@ def test_bootstrap_execute_then_commit_twice_commits_once(source: tuple[Path, pd
     assert first == again and first.state is State.COMPLETED
     assert sorted(p.name for p in table_path.rglob("*") if p.is_file()) == files
     _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))
+
+
+def test_bootstrap_rich_types_stitched_upserted_and_compacted_keep_values(tmp_path: Path) -> None:
+    """Timestamps, dates, decimals, lists and structs of the source come through the stitched read, an upsert and a
+    compaction of a METADATA_ONLY partition unchanged (and through the FULL_RECORD rewrite of the other)."""
+    import datetime
+    import decimal
+
+    root = tmp_path / "rich"
+    parts = []
+    for p in ("a", "b"):
+        (root / f"p={p}").mkdir(parents=True)
+        t = pa.table(
+            {
+                "id": [f"{p}{i}" for i in range(5)],
+                "ts": pa.array(
+                    [datetime.datetime(2024, 1, 1, 0, 0, i, tzinfo=datetime.UTC) for i in range(5)],
+                    pa.timestamp("us", tz="UTC"),
+                ),
+                "day": pa.array([datetime.date(2024, 1, i + 1) for i in range(5)], pa.date32()),
+                "amt": pa.array([decimal.Decimal(f"{i}.25") for i in range(5)], pa.decimal128(10, 2)),
+                "tags": pa.array([[f"t{i}", "x"] for i in range(5)], pa.list_(pa.string())),
+                "loc": pa.array(
+                    [{"lat": float(i), "lon": -float(i)} for i in range(5)],
+                    pa.struct([("lat", pa.float64()), ("lon", pa.float64())]),
+                ),
+                "p": [p] * 5,
+            }
+        )
+        pq.write_table(t, root / f"p={p}" / "f.parquet")
+        parts.append(t)
+    source_rows = pa.concat_tables(parts).sort_by("id")
+    config = BootstrapConfig.from_options(
+        {
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: str(root),
+            HoodieKey.TABLE_NAME.key: "rich",
+            HoodieKey.RECORDKEY_FIELD.key: "id",
+            HoodieKey.WRITE_PRECOMBINE_FIELD.key: "ts",
+            HoodieKey.PARTITIONPATH_FIELD.key: "p",
+            HoodieKey.HIVE_STYLE_PARTITIONING.key: "true",
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "p=b",
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
+        }
+    )
+    table_path = str(tmp_path / "table")
+    bootstrap(table_path, config)
+    got = read_snapshot_table(HudiTable(table_path)).select(source_rows.column_names).sort_by("id")
+    assert got.cast(source_rows.schema).equals(source_rows)
+
+    update = parts[0].slice(0, 2)
+    update = update.set_column(3, "amt", pa.array([decimal.Decimal("99.99")] * 2, pa.decimal128(10, 2)))
+    write_table(table_path, update, operation="upsert", options=WriteOptions())
+    table = HudiTable(table_path)
+    execute_compaction(table, str(schedule_compaction(table, force=True).instant))
+    expected = source_rows.to_pylist()
+    for row in expected:
+        if row["id"] in ("a0", "a1"):
+            row["amt"] = decimal.Decimal("99.99")
+    after = read_snapshot_table(HudiTable(table_path)).select(source_rows.column_names).sort_by("id")
+    assert after.cast(source_rows.schema).to_pylist() == expected
