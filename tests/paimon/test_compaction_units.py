@@ -29,6 +29,7 @@ from lake_orchestration.paimon.model import (
 )
 from lake_orchestration.paimon.services.compaction.executor import (
     BucketCompactTask,
+    Upgrade,
     _truncate_max,
     compact_steps,
     interval_partition,
@@ -136,7 +137,7 @@ def _steps(unit: BucketCompaction, *, retracting: set[str] = frozenset()) -> lis
         unit, key_order=_order, min_file_size=1000, has_retractions=lambda f: f.file_name in retracting
     )
     return [
-        ("upgrade", [s.file.file_name]) if hasattr(s, "file") else ("rewrite", [f.file_name for f in s.files])
+        ("upgrade", [s.file.file_name]) if isinstance(s, Upgrade) else ("rewrite", [f.file_name for f in s.files])
         for s in steps
     ]
 

@@ -220,13 +220,19 @@ def _runs_of_section(metas: list[DataFileMeta], key_order: KeyOrder) -> list[lis
 
 # -- doCompact --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Upgrade:
+class Upgrade:
+    """A file that moves to the output level unchanged (Java ``CompactRewriter.upgrade``)."""
+
     file: DataFileMeta
+    """The file, at its current level."""
 
 
 @dataclass(frozen=True)
-class _Rewrite:
+class Rewrite:
+    """Files sort-merged into new files at the output level (Java ``CompactRewriter.rewrite``)."""
+
     files: tuple[DataFileMeta, ...]
+    """The input files, section by section."""
 
 
 def compact_steps(
@@ -235,9 +241,9 @@ def compact_steps(
     key_order: KeyOrder,
     min_file_size: int,
     has_retractions: Callable[[DataFileMeta], bool],
-) -> list[_Upgrade | _Rewrite]:
+) -> list[Upgrade | Rewrite]:
     """Java ``MergeTreeCompactTask.doCompact`` as a list of upgrades and rewrites (no I/O but ``has_retractions``)."""
-    steps: list[_Upgrade | _Rewrite] = []
+    steps: list[Upgrade | Rewrite] = []
     output_level, max_level = compaction.output_level, compaction.max_level
     candidate: list[list[list[DataFileMeta]]] = []
 
@@ -245,10 +251,10 @@ def compact_steps(
         if file.level == output_level:
             return
         if output_level != max_level or not has_retractions(file):
-            steps.append(_Upgrade(file))
+            steps.append(Upgrade(file))
         else:
             # files with delete records should not be upgraded directly to max level
-            steps.append(_Rewrite((file,)))
+            steps.append(Rewrite((file,)))
 
     def rewrite() -> None:
         if not candidate:
@@ -262,7 +268,7 @@ def compact_steps(
                     upgrade(file)
                 candidate.clear()
                 return
-        steps.append(_Rewrite(tuple(f for section in candidate for run in section for f in run)))
+        steps.append(Rewrite(tuple(f for section in candidate for run in section for f in run)))
         candidate.clear()
 
     for section in interval_partition(compaction.files, key_order):
@@ -505,7 +511,7 @@ def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
     after: list[DataFileMeta] = []
     upgraded = rewritten = 0
     for step in steps:
-        if isinstance(step, _Upgrade):
+        if isinstance(step, Upgrade):
             before.append(step.file)
             after.append(replace(step.file, level=compaction.output_level))
             upgraded += 1
