@@ -169,3 +169,18 @@ def test_plan_refuses_files_of_a_schema_with_other_columns(paimon_golden: Path, 
     schema["options"]["target-file-size"] = "64 mb"
     (Path(table.uri) / "schema" / "schema-1").write_text(json.dumps(schema))
     assert not plan_compaction(table).is_empty
+
+
+def test_plan_to_json_obj_lists_each_bucket_unit(paimon_golden: Path, tmp_path: Path) -> None:
+    table = _back_to(paimon_golden, "test_pk_full_text_golden", 5, tmp_path / "t")
+    obj = json.loads(json.dumps(plan_compaction(table).to_json_obj()))
+    (bucket,) = obj["buckets"]
+    assert (obj["snapshot_id"], obj["full"], obj["input_files"]) == (5, False, 3)
+    assert (bucket["bucket"], bucket["output_level"], bucket["drop_delete"], bucket["partition_values"]) == (
+        0,
+        2,
+        True,
+        [],
+    )
+    assert [f["level"] for f in bucket["files"]] == [0, 1, 2]
+    assert obj["input_bytes"] == sum(f["file_size"] for f in bucket["files"])

@@ -92,7 +92,15 @@ class PaimonCompactionPlan:
             "table": self.table_uri,
             "snapshot_id": self.snapshot_id,
             "full": self.full,
-            "buckets": [b.to_json_obj() for b in self.buckets],
+            "buckets": [
+                {
+                    **b.to_json_obj(),
+                    "partition_values": [
+                        None if v is None else str(v) for v in b.partition.to_values(self.schema.partition_types)
+                    ],
+                }
+                for b in self.buckets
+            ],
             "input_files": sum(len(b.files) for b in self.buckets),
             "input_bytes": sum(b.input_bytes for b in self.buckets),
         }
