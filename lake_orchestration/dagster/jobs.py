@@ -304,16 +304,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
             for instant in planned.files_by_instant:
                 step.instant = instant
                 try:
-                    executions.append(
-                        execute_clean_plan(
-                            table,
-                            instant,
-                            engine=spark_engine(spark),
-                            parallelism=clean.parallelism,
-                            lock=clean.lock,
-                            heartbeat=(clean.heartbeat.interval_ms, clean.heartbeat.tolerable_misses),
-                        )
-                    )
+                    executions.append(execute_clean_plan(table, instant, engine=spark_engine(spark), config=clean))
                 except InstantInProgressError as err:  # another process executes this clean: leave it to it
                     context.log.warning(f"Skipping clean {instant} of {cfg.name}: {err.detail}")
                     skipped.append(instant)
@@ -337,7 +328,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
             table = step.open_table()
             for execution in executed.executions:
                 step.instant = execution.instant
-                md = commit_clean(table, execution, lock=clean.lock)
+                md = commit_clean(table, execution, config=clean)
                 deleted += md.total_files_deleted
                 failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
             step.instant = None

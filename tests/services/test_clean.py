@@ -484,6 +484,54 @@ def test_clean_execute_then_commit_as_separate_steps_completes_once(tmp_path: Pa
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
 
 
+def test_clean_commit_failed_then_retried_alone_completes_without_executing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store drops the first write of ``<ts>.clean`` (as a Dagster clean commit op would see it): the failed
+    commit keeps the attempt's heartbeat, so the commit retried with the same execution completes the clean; no file
+    is deleted again, and a third commit is a no-op."""
+    from lake_orchestration.errors import StorageError
+    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
+
+    path = _mor(tmp_path)
+    snapshot = hudi_rs_snapshot(path)
+    inst, planning, _ = schedule_clean(
+        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
+    )
+    assert inst is not None and planning is not None and planning.file_count > 0
+    execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    files_after_execute = _data_files(path)
+    heartbeat = path / ".hoodie" / ".heartbeat" / str(inst.time)
+    real = HudiTable.transition_to_completed
+    writes: list[str] = []
+
+    def drop_first_write(self: HudiTable, inflight: Instant, content: bytes) -> Instant:
+        writes.append(str(inflight.time))
+        if len(writes) == 1:
+            raise StorageError("injected: the store dropped the write", path=self.instant_path(inflight))
+        return real(self, inflight, content)
+
+    monkeypatch.setattr(HudiTable, "transition_to_completed", drop_first_write)
+
+    def no_delete(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a commit must not delete files")
+
+    monkeypatch.setattr(clean_executor, "delete_files", no_delete)
+    with pytest.raises(StorageError, match="dropped the write"):
+        commit_clean(HudiTable(str(path)), execution)
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
+    assert heartbeat.read_bytes() == execution.attempt  # kept for the retried commit
+
+    md = commit_clean(HudiTable(str(path)), execution)
+    assert writes == [str(inst.time), str(inst.time)]
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).is_completed
+    assert md.total_files_deleted == planning.file_count == execution.deleted
+    assert _data_files(path) == files_after_execute and not heartbeat.exists()
+    again = commit_clean(HudiTable(str(path)), execution)  # committed already: nothing written
+    assert writes == [str(inst.time), str(inst.time)] and again.total_files_deleted == md.total_files_deleted
+    assert_same_rows(hudi_rs_snapshot(path), snapshot)
+
+
 def test_clean_commit_refused_when_another_attempt_took_over(tmp_path: Path) -> None:
     from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
 

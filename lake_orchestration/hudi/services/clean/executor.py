@@ -21,9 +21,10 @@ from lake_orchestration.errors import InstantInProgressError, InvalidInstantStat
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.io.storage import Storage
 
 CLEAN_METADATA_VERSION = 2
@@ -191,9 +192,7 @@ def execute_clean_plan(
     instant_time: str,
     *,
     engine: Engine | None = None,
-    parallelism: int = 200,
-    lock: LockConfig | None = None,
-    heartbeat: tuple[int, int] = (60_000, 2),
+    config: CleanConfig | None = None,
     refresh: bool = True,
 ) -> CleanExecution:
     """Execute the pending clean ``instant_time``: delete its planned files; the instant is left inflight for
@@ -205,15 +204,7 @@ def execute_clean_plan(
     Raises:
         As :func:`execute_clean_plan_beating`.
     """
-    execution, beat = execute_clean_plan_beating(
-        table,
-        instant_time,
-        engine=engine,
-        parallelism=parallelism,
-        lock=lock,
-        heartbeat=heartbeat,
-        refresh=refresh,
-    )
+    execution, beat = execute_clean_plan_beating(table, instant_time, engine=engine, config=config, refresh=refresh)
     beat.stop(delete=False)
     return execution
 
@@ -223,21 +214,19 @@ def execute_clean_plan_beating(
     instant_time: str,
     *,
     engine: Engine | None = None,
-    parallelism: int = 200,
-    lock: LockConfig | None = None,
-    heartbeat: tuple[int, int] = (60_000, 2),
+    config: CleanConfig | None = None,
     refresh: bool = True,
 ) -> tuple[CleanExecution, Heartbeat]:
     """:func:`execute_clean_plan`, its heartbeat still beating: the caller commits (passing it to
     :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`, which stops it).
 
-    The deletes run without the table lock; the decision to execute (with the requested -> inflight transition) holds
-    it (``lock``). From that decision the clean keeps a heartbeat ``.hoodie/.heartbeat/<instant>`` (``heartbeat`` =
-    ``(hoodie.client.heartbeat.interval_in_ms, hoodie.client.heartbeat.tolerable.misses)``) holding a token of this
-    attempt, so a second run of the same pending clean refuses while it is fresh instead of executing it twice at
-    once. On failure it is deleted, so a retry may start at once (deletes are idempotent). ``refresh=False`` keeps
-    the timeline the table holds (a caller that has just listed it): the checks before the lock read it, and
-    everything is checked again on a fresh listing under the lock.
+    ``config`` (default: Hudi's): ``parallelism`` (delete tasks), ``lock`` and ``heartbeat``. The deletes run without
+    the table lock; the decision to execute (with the requested -> inflight transition) holds it. From that decision
+    the clean keeps a heartbeat ``.hoodie/.heartbeat/<instant>`` holding a token of this attempt, so a second run of
+    the same pending clean refuses while it is fresh instead of executing it twice at once. On failure it is deleted,
+    so a retry may start at once (deletes are idempotent). ``refresh=False`` keeps the timeline the table holds (a
+    caller that has just listed it): the checks before the lock read it, and everything is checked again on a fresh
+    listing under the lock.
 
     Raises:
         InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
@@ -245,6 +234,7 @@ def execute_clean_plan_beating(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    cfg = config or CleanConfig()
     if refresh:
         table.refresh()
     table.ensure_metadata_table_handled(None, service="clean")
@@ -258,10 +248,10 @@ def execute_clean_plan_beating(
     plan = table.read_model(req, CleanerPlan)
     files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
     start = time.monotonic()
-    interval_ms, misses = heartbeat
+    interval_ms, misses = cfg.heartbeat.interval_ms, cfg.heartbeat.tolerable_misses
     token = f"{uuid.uuid4().hex}\n".encode()
     beat = Heartbeat(table.storage, str(cur.time), interval_ms=interval_ms, content=token)
-    with table_lock(table, operation=f"clean {cur.time}", config=lock):
+    with table_lock(table, operation=f"clean {cur.time}", config=cfg.lock):
         cur = table.refresh().timeline.get(instant_time, Action.CLEAN)
         if cur is None or cur.is_completed:
             raise InvalidInstantStateError(table.base_uri, instant_time, "was completed by another process meanwhile")
@@ -280,7 +270,7 @@ def execute_clean_plan_beating(
             beat.stop(delete=True)
             raise
     try:
-        results = delete_files(table, files, engine=engine, parallelism=parallelism)
+        results = delete_files(table, files, engine=engine, parallelism=cfg.parallelism)
         md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
     except BaseException:
         beat.stop(delete=True)  # deletes are idempotent: a retry may start at once

@@ -23,7 +23,6 @@ from lake_orchestration.hudi.services.clean.executor import execute_clean_plan_b
 from lake_orchestration.hudi.services.clean.planner import read_plan, schedule_clean
 from lake_orchestration.hudi.services.clean.rollback import pending_cleans
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig
 from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 
 log = logging.getLogger(__name__)
@@ -72,13 +71,12 @@ def execute_clean(
     instant_time: str,
     *,
     engine: Engine | None = None,
-    parallelism: int = 200,
-    lock: LockConfig | None = None,
-    heartbeat: tuple[int, int] = (60_000, 2),
+    config: CleanConfig | None = None,
     refresh: bool = True,
 ) -> CleanMetadata:
     """Execute the pending clean ``instant_time`` and commit it (:func:`execute_clean_plan` then
-    :func:`commit_clean`); returns its metadata.
+    :func:`commit_clean`, ``config``: default Hudi's); returns its metadata. A failed commit deletes the attempt's
+    heartbeat, so a retry of the whole clean may start at once (deletes are idempotent).
 
     Raises:
         InstantInProgressError: another process is executing this clean (fresh heartbeat); nothing was deleted.
@@ -87,16 +85,12 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    execution, beat = execute_clean_plan_beating(
-        table,
-        instant_time,
-        engine=engine,
-        parallelism=parallelism,
-        lock=lock,
-        heartbeat=heartbeat,
-        refresh=refresh,
-    )
-    return commit_clean(table, execution, lock=lock, heartbeat=beat)
+    execution, beat = execute_clean_plan_beating(table, instant_time, engine=engine, config=config, refresh=refresh)
+    try:
+        return commit_clean(table, execution, config=config, heartbeat=beat)
+    except BaseException:
+        beat.stop(delete=True)  # only if still this attempt's
+        raise
 
 
 def _names(files: Mapping[str, list[str]]) -> dict[str, list[str]]:
@@ -125,23 +119,13 @@ def run_clean(
     instants: list[str] = []
     deleted = failed = 0
 
-    heartbeat = (cfg.heartbeat.interval_ms, cfg.heartbeat.tolerable_misses)
-
     def take(instant: str, planned: Mapping[str, list[str]]) -> None:
         nonlocal deleted, failed
         if not dry_run:
             try:
                 # on the timeline pending_cleans / schedule_clean just listed: the execution checks it again
                 # under the lock
-                md = execute_clean(
-                    table,
-                    instant,
-                    engine=engine,
-                    parallelism=cfg.parallelism,
-                    lock=cfg.lock,
-                    heartbeat=heartbeat,
-                    refresh=False,
-                )
+                md = execute_clean(table, instant, engine=engine, config=cfg, refresh=False)
             except InstantInProgressError as err:  # another process executes this clean: leave it to it
                 log.warning("Skipping clean %s: %s", instant, err.detail)
                 return
