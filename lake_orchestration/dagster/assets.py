@@ -26,6 +26,7 @@ from lake_orchestration.hudi.services.compaction import (
     CompactionResult,
     commit_execution,
     execute_plan,
+    is_compaction_committed,
 )
 from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
 
@@ -142,7 +143,6 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     commit is retried alone (the plan is not executed again), and a committed plan makes both a no-op.
     """
     from lake_orchestration.errors import InstantInProgressError
-    from lake_orchestration.hudi.model.instant import Action
 
     pool = translator.get_pool(cfg)
     tags = translator.get_tags(cfg, "compaction")
@@ -163,8 +163,7 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
         instant = context.partition_key
         with hudi_step(cfg, instant=instant) as step:
             table = step.open_table()
-            done = table.timeline.get(instant, Action.COMMIT)
-            if done is not None and done.is_completed:
+            if is_compaction_committed(table, instant):
                 context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
                 return ExecutedPlan(instant=instant, already_committed=True)
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None

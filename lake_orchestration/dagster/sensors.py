@@ -21,6 +21,7 @@ from lake_orchestration.dagster.errors import SensorCursorError, hudi_step
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.errors import InvalidInstantTimeError
 from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.services.compaction import select_pending_plans
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,11 +76,13 @@ def build_pending_compaction_sensor(
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         cursor = PendingCompactionCursor.from_json(context.cursor, table=cfg.name, sensor=name)
         with hudi_step(cfg) as step:
-            pending = [str(i.time) for i in step.open_table().timeline.pending_compactions()]
-        new = [t for t in pending if t not in cursor.seen]
-        if cfg.compaction_seq == "LIFO":
-            new.reverse()
-        batch = new[: cfg.max_plans_per_tick]
+            batch = select_pending_plans(
+                step.open_table(),
+                seq=cfg.compaction_seq,
+                max_plans=cfg.max_plans_per_tick,
+                exclude={str(t) for t in cursor.seen},
+                refresh=False,
+            )
         if not batch:
             return dg.SensorResult(skip_reason=f"no new pending compaction plan on {cfg.name}")
         known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()

@@ -1,7 +1,7 @@
 """Compaction (MERGE_ON_READ): schedule-plan -> execute-plan -> commit, as Hudi 0.14/0.15 does it.
 
 - :mod:`.planner`: :func:`schedule_compaction` writes ``<instant>.compaction.requested`` (:class:`ScheduleResult`);
-  :func:`load_plan`, :func:`pending_compaction_instants`.
+  :func:`load_plan`, :func:`pending_compaction_instants`, :func:`select_pending_plans` (FIFO/LIFO, at most N).
 - :mod:`.executor`: :func:`execute_plan` claims the plan (requested -> inflight, a crashed inflight attempt rolled
   back first), writes one new base file per operation (with its marker) on an engine, and returns the typed write
   stats (:class:`CompactionExecution`); nothing is committed.
@@ -36,9 +36,11 @@ from lake_orchestration.hudi.services.compaction.executor import (
 )
 from lake_orchestration.hudi.services.compaction.planner import (
     ScheduleResult,
+    is_compaction_committed,
     load_plan,
     pending_compaction_instants,
     schedule_compaction,
+    select_pending_plans,
 )
 from lake_orchestration.hudi.services.compaction.rollback import files_to_roll_back, rollback_inflight_compaction
 from lake_orchestration.hudi.services.compaction.service import execute_compaction, run_compaction
@@ -60,9 +62,11 @@ __all__ = [
     "execute_operation",
     "execute_plan",
     "files_to_roll_back",
+    "is_compaction_committed",
     "load_plan",
     "pending_compaction_instants",
     "rollback_inflight_compaction",
     "run_compaction",
     "schedule_compaction",
+    "select_pending_plans",
 ]

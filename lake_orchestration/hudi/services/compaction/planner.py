@@ -7,6 +7,7 @@ Mirrors ``ScheduleCompactionActionExecutor`` (validations, trigger strategies) a
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,6 +283,37 @@ def schedule_compaction(
 def pending_compaction_instants(table: HudiTable) -> list[Instant]:
     """Pending compaction instants (requested or inflight), oldest first."""
     return list(table.refresh().timeline.pending_compactions())
+
+
+def select_pending_plans(
+    table: HudiTable,
+    *,
+    seq: str = "FIFO",
+    max_plans: int | None = None,
+    exclude: Collection[str] = (),
+    refresh: bool = True,
+) -> list[str]:
+    """The pending compaction plans an offline compactor runs next: ``FIFO`` (oldest first) or ``LIFO``, those in
+    ``exclude`` (already requested) left out, at most ``max_plans`` (None: all). The one selection of
+    :func:`~.service.run_compaction`, the Dagster pending-plan sensor and the Airflow list task.
+
+    Raises:
+        PlanError: ``seq`` is neither FIFO nor LIFO.
+    """
+    if seq.upper() not in ("FIFO", "LIFO"):
+        raise PlanError(f"compaction order {seq!r}: expected FIFO or LIFO")
+    timeline = table.refresh().timeline if refresh else table.timeline
+    pending = [t for t in (str(i.time) for i in timeline.pending_compactions()) if t not in exclude]
+    if seq.upper() == "LIFO":
+        pending.reverse()
+    return pending if max_plans is None else pending[: max(0, max_plans)]
+
+
+def is_compaction_committed(table: HudiTable, instant: str) -> bool:
+    """Compaction ``instant`` is committed (``<instant>.commit`` completed) on the timeline the table holds: executing
+    it again is a no-op."""
+    done = table.timeline.get(instant, Action.COMMIT)
+    return done is not None and done.is_completed
 
 
 def load_plan(table: HudiTable, instant: str) -> CompactionPlan:

@@ -11,7 +11,7 @@ from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.services.compaction.committer import CompactionResult, commit_execution
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.executor import execute_attempt
-from lake_orchestration.hudi.services.compaction.planner import pending_compaction_instants, schedule_compaction
+from lake_orchestration.hudi.services.compaction.planner import schedule_compaction, select_pending_plans
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,7 @@ def run_compaction(
         schedule_compaction(table, config=cfg)
     if instant_time is not None:
         return [execute_compaction(table, instant_time, config=cfg, engine=engine)]
-    pending = [str(i.time) for i in pending_compaction_instants(table)]
-    if seq.upper() == "LIFO":
-        pending.reverse()
+    pending = select_pending_plans(table, seq=seq)
     results: list[CompactionResult] = []
     for n, t in enumerate(pending):
         if len(results) >= max(0, max_plans):
