@@ -17,6 +17,7 @@ from lake_orchestration.cli.commands.compaction import compaction_group, log_com
 from lake_orchestration.cli.commands.demo import demo_cmd
 from lake_orchestration.cli.commands.inspect import fsview_group, read_cmd, table_group, timeline_group
 from lake_orchestration.cli.commands.maintenance import archive_cmd, clean_cmd, rollback_cmd, savepoint_group
+from lake_orchestration.cli.commands.paimon import paimon_group
 from lake_orchestration.cli.commands.write import generate_cmd, write_cmd
 from lake_orchestration.cli.output import errors_rendered
 
@@ -53,6 +54,7 @@ for command in (
     archive_cmd,
     bootstrap_cmd,
     demo_cmd,
+    paimon_group,
 ):
     cli.add_command(command)
 

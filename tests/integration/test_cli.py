@@ -69,13 +69,47 @@ def test_generate_then_write_cli_upsert_with_deletes_matches_hudi_rs(tmp_path: P
     runner = CliRunner()
     g1, g2, table = tmp_path / "g1.parquet", tmp_path / "g2.parquet", tmp_path / "t"
     assert runner.invoke(cli, ["generate", str(g1), "--rows", "300", "--seed", "1"]).exit_code == 0
-    r = runner.invoke(cli, ["write", str(table), "--input", str(g1), "--operation", "bulk_insert", "--table-name", "t",
-                            "--table-type", "COPY_ON_WRITE", "--record-key", "uuid", "--precombine-field", "ts",
-                            "--partition-field", "city", "--json"])
+    r = runner.invoke(
+        cli,
+        [
+            "write",
+            str(table),
+            "--input",
+            str(g1),
+            "--operation",
+            "bulk_insert",
+            "--table-name",
+            "t",
+            "--table-type",
+            "COPY_ON_WRITE",
+            "--record-key",
+            "uuid",
+            "--precombine-field",
+            "ts",
+            "--partition-field",
+            "city",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["inserted"] == 300
-    r = runner.invoke(cli, ["generate", str(g2), "--from", str(g1), "--update-fraction", "0.2",
-                            "--delete-fraction", "0.1", "--rows", "10", "--seed", "1"])
+    r = runner.invoke(
+        cli,
+        [
+            "generate",
+            str(g2),
+            "--from",
+            str(g1),
+            "--update-fraction",
+            "0.2",
+            "--delete-fraction",
+            "0.1",
+            "--rows",
+            "10",
+            "--seed",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     import pyarrow.parquet as pq
 
@@ -131,7 +165,12 @@ _TABLE_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("savepoint", "show"): [],
     ("archive",): [],
     ("bootstrap",): ["--source-path", "source-dir", "--table-name", "t", "--record-key", "uuid"],
+    ("paimon", "compaction", "schedule"): [],
+    ("paimon", "compaction", "run"): ["--engine", "local"],
+    ("paimon", "compaction", "show"): [],
 }
+# commands on Paimon tables: their --json on a Paimon table is tested in tests/paimon/test_paimon_cli.py
+_PAIMON_COMMANDS = {w for w in _TABLE_COMMANDS if w[0] == "paimon"}
 
 
 def test_cli_table_commands_listed_are_every_command_with_a_path_argument() -> None:
@@ -167,6 +206,8 @@ def test_cli_every_table_command_missing_table_one_error_line_on_stderr_exit_1(t
                 if words == ("write",)  # write creates a missing table
                 else f"Error: No .parquet file under the bootstrap source {tmp_path / 'source-dir'}"
                 if words == ("bootstrap",)  # bootstrap creates the table: its source is what is missing
+                else f"Error: No Paimon table at {missing}: expected {missing}/schema/schema-<id> files"
+                if words in _PAIMON_COMMANDS
                 else f"Error: No Hudi table at {missing}: expected {missing}/.hoodie/hoodie.properties"
             )
             assert r.stderr.splitlines() == [expected], (args, r.stderr)
@@ -203,7 +244,7 @@ def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_
     (tmp_path / "src" / "part-0.parquet").write_bytes(data.read_bytes())
     paths = {("bootstrap",): str(tmp_path / "bootstrapped")}  # a bootstrap needs a table without commits
     json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
-    assert json_commands == set(argv)
+    assert json_commands == set(argv) | _PAIMON_COMMANDS
     for words, extra in argv.items():
         r = runner.invoke(cli, [*words, paths.get(words, table), *extra, "--json"])
         assert r.exit_code == 0, (words, r.output)
