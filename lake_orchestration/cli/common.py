@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from lake_orchestration.cli.storage_options import current_storage_options
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import EngineError
 from lake_orchestration.hudi.table import HudiTable
 
@@ -24,6 +25,32 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
         if not sep or not key.strip():
             raise ValueError(f"--option {p!r}: expected key=value, e.g. hoodie.parquet.compression.codec=snappy")
         out[key.strip()] = value
+    return out
+
+
+def table_options(
+    pairs: tuple[str, ...],
+    *,
+    table_name: str | None,
+    table_type: str | None,
+    record_keys: tuple[str, ...],
+    precombine_field: str | None,
+    partition_fields: tuple[str, ...],
+) -> dict[str, str]:
+    """``--option key=value`` (repeatable) with the table-defining options of ``write`` and ``bootstrap``
+    (``--table-name``, ``--table-type``, ``--record-key``, ``--precombine-field``, ``--partition-field``) under
+    their Hudi keys; a key given as ``--option`` wins."""
+    out = parse_options(pairs)
+    given = {
+        HoodieKey.TABLE_NAME: table_name,
+        HoodieKey.WRITE_TABLE_TYPE: table_type,
+        HoodieKey.RECORDKEY_FIELD: ",".join(record_keys),
+        HoodieKey.WRITE_PRECOMBINE_FIELD: precombine_field,
+        HoodieKey.PARTITIONPATH_FIELD: ",".join(partition_fields),
+    }
+    for key, value in given.items():
+        if value:
+            out.setdefault(key.key, value)
     return out
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_or_none, parse_options, spark_master
+from lake_orchestration.cli.common import engine_or_none, spark_master, table_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -100,18 +100,15 @@ def bootstrap_cmd(
     from lake_orchestration.hudi.services.bootstrap import BootstrapConfig, ModeSelector, bootstrap
     from lake_orchestration.hudi.services.bootstrap.planner import hive_style_folders
 
-    hudi_opts = parse_options(options)
+    hudi_opts = table_options(
+        options,
+        table_name=table_name,
+        table_type=table_type,
+        record_keys=record_keys,
+        precombine_field=precombine_field,
+        partition_fields=partition_fields,
+    )
     hudi_opts[HoodieKey.BOOTSTRAP_BASE_PATH.key] = source_path
-    if table_name:
-        hudi_opts.setdefault(HoodieKey.TABLE_NAME.key, table_name)
-    if table_type:
-        hudi_opts.setdefault(HoodieKey.WRITE_TABLE_TYPE.key, table_type)
-    if record_keys:
-        hudi_opts.setdefault(HoodieKey.RECORDKEY_FIELD.key, ",".join(record_keys))
-    if precombine_field:
-        hudi_opts.setdefault(HoodieKey.WRITE_PRECOMBINE_FIELD.key, precombine_field)
-    if partition_fields:
-        hudi_opts.setdefault(HoodieKey.PARTITIONPATH_FIELD.key, ",".join(partition_fields))
     if mode is not None:
         hudi_opts[HoodieKey.BOOTSTRAP_MODE_SELECTOR.key] = ModeSelector[mode].value
     storage = current_storage_options()

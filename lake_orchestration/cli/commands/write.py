@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_or_none, parse_options, spark_master
+from lake_orchestration.cli.common import engine_or_none, spark_master, table_options
 from lake_orchestration.cli.output import Output, json_option
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
 
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.write import WriteResult
 
-def _print_write(summary: dict[str, Any]) -> None:
+
+def _print_write(result: WriteResult) -> None:
     click.echo(
-        f"Committed {summary['action']} {summary['instant']}: {summary['inserted']} inserted, "
-        f"{summary['updated']} updated, {summary['deleted']} deleted, {summary['files_written']} files written"
+        f"Committed {result.action} {result.instant}: {result.inserted} inserted, "
+        f"{result.updated} updated, {result.deleted} deleted, {len(result.files_written)} files written"
     )
 
 
@@ -82,17 +85,14 @@ def write_cmd(
 
     from lake_orchestration.hudi.write import WriteOptions, write_table
 
-    hudi_opts = parse_options(options)
-    if table_name:
-        hudi_opts.setdefault(HoodieKey.TABLE_NAME.key, table_name)
-    if table_type:
-        hudi_opts.setdefault(HoodieKey.WRITE_TABLE_TYPE.key, table_type)
-    if record_keys:
-        hudi_opts.setdefault(HoodieKey.RECORDKEY_FIELD.key, ",".join(record_keys))
-    if precombine_field:
-        hudi_opts.setdefault(HoodieKey.WRITE_PRECOMBINE_FIELD.key, precombine_field)
-    if partition_fields:
-        hudi_opts.setdefault(HoodieKey.PARTITIONPATH_FIELD.key, ",".join(partition_fields))
+    hudi_opts = table_options(
+        options,
+        table_name=table_name,
+        table_type=table_type,
+        record_keys=record_keys,
+        precombine_field=precombine_field,
+        partition_fields=partition_fields,
+    )
     if hive_style_partitioning is not None:
         hudi_opts.setdefault(HoodieKey.HIVE_STYLE_PARTITIONING.key, str(hive_style_partitioning).lower())
     on = engine_or_none(engine, spark_master)
@@ -104,18 +104,7 @@ def write_cmd(
         engine=on,
         storage_options=current_storage_options(),
     )
-    summary = {
-        "instant": result.instant,
-        "action": result.action,
-        "operation": operation,
-        "inserted": result.inserted,
-        "updated": result.updated,
-        "deleted": result.deleted,
-        "files_written": len(result.files_written),
-        "index_seconds": round(result.index_seconds, 3),
-        "write_seconds": round(result.write_seconds, 3),
-    }
-    out.show(summary, _print_write)
+    out.show(result, _print_write)
 
 
 @click.command("generate")

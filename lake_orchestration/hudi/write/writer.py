@@ -15,7 +15,7 @@ import enum
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,9 +78,22 @@ class WriteResult:
     files_written: list[str] = field(default_factory=list)
     index_seconds: float = 0.0
     write_seconds: float = 0.0
+    operation: str = ""
+    """The write operation (``upsert``, ``insert``, ``bulk_insert``, ``delete``)."""
 
-
-TaskRunner = Callable[[list[tuple[FileGroupWriteContext, pa.Table]]], list[WriteStat]]
+    def to_json_obj(self) -> dict[str, Any]:
+        """What ``lake-orch write --json`` prints."""
+        return {
+            "instant": self.instant,
+            "action": self.action,
+            "operation": self.operation,
+            "inserted": self.inserted,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "files_written": len(self.files_written),
+            "index_seconds": round(self.index_seconds, 3),
+            "write_seconds": round(self.write_seconds, 3),
+        }
 
 
 def run_tasks_locally(tasks: list[tuple[FileGroupWriteContext, pa.Table]]) -> list[WriteStat]:
@@ -282,6 +295,7 @@ def write_table(
         files_written=[s.path or "" for s in stats],
         index_seconds=index_seconds,
         write_seconds=write_seconds,
+        operation=op.value,
     )
 
 
