@@ -118,7 +118,7 @@ def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.C
     if req.action is Action.COMPACTION and not table.storage.exists(table.instant_path(req)):
         # the plan is missing (repair of an inflight compaction without its requested file): list the attempt's files
         return compaction_attempt_files_without_plan(table, instant)
-    plan = CompactionPlan.from_bytes(table.read_instant(req), path=table.storage.uri(table.instant_path(req)))
+    plan = table.read_model(req, CompactionPlan)
     if action is Action.LOG_COMPACTION:
         return _log_attempt_files(table, plan, instant)
     return _attempt_files(table, plan, instant)
