@@ -384,38 +384,3 @@ class WriteBehind:
         if self._thread.is_alive():
             self._queue.put(self._DONE)
             self._thread.join()
-
-
-def write_base_file(
-    storage: Storage,
-    table: pa.Table,
-    *,
-    partition_path: str,
-    file_id: str,
-    write_token: str,
-    instant: str,
-    avro_schema: dict[str, Any],
-    arrow_schema: pa.Schema,
-    compression: str | None = None,
-    preserve_commit_metadata: bool = False,
-    with_bloom_filter: bool = True,
-    config: ParquetWriteConfig | None = None,
-    unique_columns: tuple[str, ...] = (),
-) -> BaseFile:
-    """Write ``table`` as one new base file (see :class:`BaseFileWriter`)."""
-    w = BaseFileWriter(
-        storage,
-        partition_path=partition_path,
-        file_id=file_id,
-        write_token=write_token,
-        instant=instant,
-        avro_schema=avro_schema,
-        arrow_schema=arrow_schema,
-        compression=compression,
-        preserve_commit_metadata=preserve_commit_metadata,
-        with_bloom_filter=with_bloom_filter,
-        config=config,
-        unique_columns=unique_columns,
-    )
-    w.write(table)
-    return w.close()

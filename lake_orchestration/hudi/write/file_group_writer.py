@@ -42,7 +42,7 @@ from lake_orchestration.hudi.model.schema import (
 )
 from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.marker import create_marker
-from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings, seqnos, write_base_file
+from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig, constant_strings, seqnos
 from lake_orchestration.hudi.write.records import OP_COLUMN
 from lake_orchestration.io.storage import Storage
 
@@ -114,23 +114,62 @@ def write_group(ctx: FileGroupWriteContext, records: pa.Table) -> list[WriteStat
 
 def write_file_group(records: pa.Table, ctx: FileGroupWriteContext) -> list[WriteStat]:
     """Write the tagged ``records`` of one file group; returns its write stats."""
-    storage = Storage(ctx.base_uri, options=ctx.storage_options)
     avro = json.loads(ctx.avro_schema_json)
-    arrow_schema = avro_to_arrow_schema(avro)
-    token = ctx.attempt.write_token
+    g = _Group(Storage(ctx.base_uri, options=ctx.storage_options), ctx, avro, avro_to_arrow_schema(avro))
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False)
     data = records.drop_columns([c for c in records.column_names if c.startswith("__lo_")])
     if ctx.base_instant is None:
-        ensure_partition_metadata(storage, ctx.partition_path, ctx.instant, partition_path_depth(ctx.partition_path))
-        return _create(storage, data.filter(pa.array(ops == "I")), ctx, avro, arrow_schema, token)
+        ensure_partition_metadata(g.storage, ctx.partition_path, ctx.instant, partition_path_depth(ctx.partition_path))
+        return _create(g, data.filter(pa.array(ops == "I")))
     if ctx.is_mor:
-        return [_append(storage, data, ops, ctx, avro, arrow_schema, token)]
-    return [_merge(storage, data, ops, ctx, avro, arrow_schema, token)]
+        return [_append(g, data, ops)]
+    return [_merge(g, data, ops)]
 
 
-def _create(
-    storage: Storage, rows: pa.Table, ctx: FileGroupWriteContext, avro: dict[str, Any], schema: pa.Schema, token: str
-) -> list[WriteStat]:
+@dataclass(frozen=True)
+class _Group:
+    """One file group's task as the handles below use it: its storage, context and writer schema (Avro, Arrow)."""
+
+    storage: Storage
+    ctx: FileGroupWriteContext
+    avro: dict[str, Any]
+    schema: pa.Schema
+
+    @property
+    def token(self) -> str:
+        return self.ctx.attempt.write_token
+
+    def write_base_file(
+        self, rows: pa.Table, file_id: str, *, io_type: str, preserve_commit_metadata: bool = False
+    ) -> BaseFile:
+        """A marker (``io_type``: CREATE or MERGE), then ``rows`` as one new base file ``file_id`` of this task."""
+        ctx = self.ctx
+        name = BaseFile(file_id, self.token, ctx.instant).name  # type: ignore[arg-type]
+        create_marker(self.storage, ctx.instant, ctx.partition_path, name, io_type)
+        writer = BaseFileWriter(
+            self.storage,
+            partition_path=ctx.partition_path,
+            file_id=file_id,
+            write_token=self.token,
+            instant=ctx.instant,
+            avro_schema=self.avro,
+            arrow_schema=self.schema,
+            compression=ctx.compression,
+            preserve_commit_metadata=preserve_commit_metadata,
+            config=ParquetWriteConfig(
+                compression=ctx.compression.lower(),
+                block_size=ctx.parquet_block_size,
+                page_size=ctx.parquet_page_size,
+                dictionary_enabled=ctx.parquet_dictionary_enabled,
+            ),
+            unique_columns=tuple(ctx.unique_columns),
+        )
+        writer.write(rows)
+        return writer.close()
+
+
+def _create(g: _Group, rows: pa.Table) -> list[WriteStat]:
+    ctx = g.ctx
     stats = []
     if not _sorted_by_key(rows):  # the writer hands new file groups over sorted (bulk_insert's sort)
         rows = rows.sort_by(RECORD_KEY)
@@ -141,21 +180,7 @@ def _create(
             break
         fid = ctx.file_id if n == 0 else new_file_id(n, prefix=prefix)
         t0 = time.monotonic()
-        name = BaseFile(fid, token, ctx.instant).name  # type: ignore[arg-type]
-        create_marker(storage, ctx.instant, ctx.partition_path, name, "CREATE")
-        bf = write_base_file(
-            storage,
-            chunk,
-            partition_path=ctx.partition_path,
-            file_id=fid,
-            write_token=token,
-            instant=ctx.instant,
-            avro_schema=avro,
-            arrow_schema=schema,
-            compression=ctx.compression,
-            config=_parquet_config(ctx),
-            unique_columns=tuple(ctx.unique_columns),
-        )
+        bf = g.write_base_file(chunk, fid, io_type="CREATE")
         stats.append(
             WriteStat(
                 fileId=fid,
@@ -170,15 +195,6 @@ def _create(
             )
         )
     return stats
-
-
-def _parquet_config(ctx: FileGroupWriteContext) -> ParquetWriteConfig:
-    return ParquetWriteConfig(
-        compression=ctx.compression.lower(),
-        block_size=ctx.parquet_block_size,
-        page_size=ctx.parquet_page_size,
-        dictionary_enabled=ctx.parquet_dictionary_enabled,
-    )
 
 
 def _sorted_by_key(rows: pa.Table) -> bool:
@@ -218,15 +234,8 @@ def _delete_records(rows: pa.Table, ctx: FileGroupWriteContext) -> list[DeleteRe
     ]
 
 
-def _append(
-    storage: Storage,
-    data: pa.Table,
-    ops: np.ndarray,
-    ctx: FileGroupWriteContext,
-    avro: dict[str, Any],
-    schema: pa.Schema,
-    token: str,
-) -> WriteStat:
+def _append(g: _Group, data: pa.Table, ops: np.ndarray) -> WriteStat:
+    ctx, token = g.ctx, g.token
     t0 = time.monotonic()
     schema_json = ctx.avro_schema_json
     upserts = data.filter(pa.array(ops != "D"))
@@ -234,16 +243,18 @@ def _append(
     blocks = []
     if upserts.num_rows:
         blocks.append(
-            avro_data_block(_log_rows(upserts, ctx, schema), instant=ctx.instant, schema=avro, schema_json=schema_json)
+            avro_data_block(
+                _log_rows(upserts, ctx, g.schema), instant=ctx.instant, schema=g.avro, schema_json=schema_json
+            )
         )
     if deletes.num_rows:
         blocks.append(delete_block(_delete_records(deletes, ctx), instant=ctx.instant, schema_json=schema_json))
     base_ext = ".parquet"
     create_marker(
-        storage, ctx.instant, ctx.partition_path, f"{ctx.file_id}_{token}_{ctx.base_instant}{base_ext}", "APPEND"
+        g.storage, ctx.instant, ctx.partition_path, f"{ctx.file_id}_{token}_{ctx.base_instant}{base_ext}", "APPEND"
     )
     lf = write_log_file(
-        storage,
+        g.storage,
         partition_path=ctx.partition_path,
         file_id=ctx.file_id,
         base_instant=str(ctx.base_instant),
@@ -271,21 +282,14 @@ def _append(
     )
 
 
-def _merge(
-    storage: Storage,
-    data: pa.Table,
-    ops: np.ndarray,
-    ctx: FileGroupWriteContext,
-    avro: dict[str, Any],
-    schema: pa.Schema,
-    token: str,
-) -> WriteStat:
+def _merge(g: _Group, data: pa.Table, ops: np.ndarray) -> WriteStat:
     """Copy-on-write: rewrite the base file with updates applied, deletes removed, inserts added."""
+    ctx, schema = g.ctx, g.schema
     t0 = time.monotonic()
     old_file = BaseFile.parse(str(ctx.base_file_name), partition_path=ctx.partition_path)
     if ctx.base_bootstrap_source is not None:  # a bootstrap skeleton: its records are stitched with the source's
         old_file = replace(old_file, bootstrap_source=ctx.base_bootstrap_source)
-    old = open_base_file(storage, old_file).read()
+    old = open_base_file(g.storage, old_file).read()
     old = conform(old, schema)
     incoming_keys = data.column(RECORD_KEY).combine_chunks()
     pos = pc.fill_null(pc.index_in(old.column(RECORD_KEY), value_set=incoming_keys), -1).to_numpy(zero_copy_only=False)
@@ -319,22 +323,7 @@ def _merge(
         seqnos(ctx.instant, ctx.attempt.partition_id, new_rows.num_rows),
     )
     merged = pa.concat_tables([kept, new_rows]).sort_by(RECORD_KEY)
-    name = BaseFile(ctx.file_id, token, ctx.instant).name  # type: ignore[arg-type]
-    create_marker(storage, ctx.instant, ctx.partition_path, name, "MERGE")
-    bf = write_base_file(
-        storage,
-        merged,
-        partition_path=ctx.partition_path,
-        file_id=ctx.file_id,
-        write_token=token,
-        instant=ctx.instant,
-        avro_schema=avro,
-        arrow_schema=schema,
-        compression=ctx.compression,
-        config=_parquet_config(ctx),
-        unique_columns=tuple(ctx.unique_columns),
-        preserve_commit_metadata=True,
-    )
+    bf = g.write_base_file(merged, ctx.file_id, io_type="MERGE", preserve_commit_metadata=True)
     n_deleted = int((ops[pos[hit]] == "D").sum())
     return WriteStat(
         fileId=ctx.file_id,
