@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lake_orchestration.errors import CommitStateUnknownError, InvalidInstantStateError, StorageError
@@ -81,29 +81,30 @@ def commit_compaction(
     return completed
 
 
-@dataclass
-class CompactionResult:
-    """One executed and committed compaction plan."""
+class CompactionTotals:
+    """The totals of one plan's write stats and their JSON (what ``lake-orch compaction run --json`` prints for a
+    plan): shared by the executed plan (:class:`.executor.CompactionExecution`) and the committed one
+    (:class:`CompactionResult`)."""
 
     instant: str
     operations: int
-    stats: list[WriteStat]
-    metadata: CommitMetadata
-    rolled_back_attempt: str | None = None
-    seconds: float = 0.0
-    already_committed: bool = False
-    """The commit found the plan committed already (a repeated commit: nothing written)."""
-    rows_written: int = field(init=False)
-    bytes_written: int = field(init=False)
-    log_records: int = field(init=False)
+    stats: Sequence[WriteStat]
+    rolled_back_attempt: str | None
+    seconds: float
 
-    def __post_init__(self) -> None:
-        self.rows_written = sum(s.numWrites for s in self.stats)
-        self.bytes_written = sum(s.totalWriteBytes for s in self.stats)
-        self.log_records = sum(s.totalLogRecords for s in self.stats)
+    @property
+    def rows_written(self) -> int:
+        return sum(s.numWrites for s in self.stats)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(s.totalWriteBytes for s in self.stats)
+
+    @property
+    def log_records(self) -> int:
+        return sum(s.totalLogRecords for s in self.stats)
 
     def to_json_obj(self) -> dict[str, Any]:
-        """What ``lake-orch compaction run --json`` prints for this plan."""
         return {
             "instant": self.instant,
             "operations": self.operations,
@@ -113,6 +114,21 @@ class CompactionResult:
             "seconds": round(self.seconds, 3),
             "rolled_back_attempt": self.rolled_back_attempt,
         }
+
+
+@dataclass
+class CompactionResult(CompactionTotals):
+    """One executed and committed compaction plan (:meth:`to_json_obj`: what ``lake-orch compaction run --json``
+    prints for it)."""
+
+    instant: str
+    operations: int
+    stats: list[WriteStat]
+    metadata: CommitMetadata
+    rolled_back_attempt: str | None = None
+    seconds: float = 0.0
+    already_committed: bool = False
+    """The commit found the plan committed already (a repeated commit: nothing written)."""
 
     def operations_json(self) -> list[dict[str, Any]]:
         """One object per written file group (the Dagster ``write_stats`` metadata)."""

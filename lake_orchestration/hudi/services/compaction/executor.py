@@ -46,6 +46,7 @@ from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.compaction.attempt import CompactionAttempt
+from lake_orchestration.hudi.services.compaction.committer import CompactionTotals
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.planner import load_plan
 from lake_orchestration.hudi.table.base_file_reader import open_base_file
@@ -450,7 +451,7 @@ def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CompactionExecution:
+class CompactionExecution(CompactionTotals):
     """What execute-plan wrote for one plan: the write stats of its operations (the new base files, with their
     markers, exist; ``<instant>.compaction.inflight`` is on the timeline). The commit needs only this.
 
@@ -470,29 +471,6 @@ class CompactionExecution:
     rolled_back_attempt: str | None = None
     """The crashed attempt rolled back before this one (its rollback instant)."""
     seconds: float = 0.0
-
-    @property
-    def rows_written(self) -> int:
-        return sum(s.numWrites for s in self.stats)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(s.totalWriteBytes for s in self.stats)
-
-    @property
-    def log_records(self) -> int:
-        return sum(s.totalLogRecords for s in self.stats)
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {
-            "instant": self.instant,
-            "operations": self.operations,
-            "rows_written": self.rows_written,
-            "bytes_written": self.bytes_written,
-            "log_records": self.log_records,
-            "seconds": round(self.seconds, 3),
-            "rolled_back_attempt": self.rolled_back_attempt,
-        }
 
 
 def execute_plan(
