@@ -1,0 +1,135 @@
+"""``HudiTableHook``: a Hudi table's location from an Airflow connection of type ``hudi``.
+
+The connection holds everything about where the table is and how to reach it, and it is the only place secrets go:
+
+* **host** (or ``base_path`` in the extra): the table's base path (``s3://bucket/tables/trips``, ``/data/trips``);
+  an operator's ``base_path`` argument (templated: ``{{ var.value.trips_path }}``) wins, so one connection can
+  serve the tables of a bucket;
+* **login** / **password**: the object store's access key and secret key (``access_key`` / ``secret_key`` storage
+  options); ``session_token`` in the extra;
+* **extra**: ``{"storage_options": {"region": ..., "endpoint_override": ...}, "hoodie_options": {"hoodie.x": ...}}``
+  — the non-secret storage options of :class:`~lake_orchestration.io.storage.Storage` and the table's service
+  options (``hoodie.cleaner.*``, ``hoodie.keep.*``, ``hoodie.compact.*`` ...), below an operator's ``options``.
+
+Without login/password an S3 table uses the AWS default credential chain of the worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseHook
+
+from lake_orchestration.errors import InvalidOptionError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+    from lake_orchestration.hudi.table import HudiTable
+
+
+@dataclass(frozen=True, kw_only=True)
+class HudiTableLocation:
+    """Where a table is and how to open it (``storage_options`` may hold secrets: never log or XCom them)."""
+
+    base_path: str
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
+    hoodie_options: dict[str, str] = field(default_factory=dict)
+    """``hoodie.*`` service options of the connection (an operator's ``options`` win)."""
+
+    def open_table(self) -> HudiTable:
+        """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` at ``base_path``."""
+        from lake_orchestration.hudi.table import HudiTable
+
+        return HudiTable(self.base_path, storage_options=self.storage_options)
+
+    def service_options(self, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """The connection's ``hoodie_options`` with ``overrides`` (an operator's ``options``) on top."""
+        return {**self.hoodie_options, **{str(k): str(v) for k, v in (overrides or {}).items()}}
+
+
+def location_from_connection(conn: Connection, *, base_path: str | None = None) -> HudiTableLocation:
+    """The table location a ``hudi`` connection describes (``base_path``: the operator's, wins over the connection's).
+
+    Raises:
+        InvalidOptionError: no base path anywhere, or an extra field of the wrong shape (naming the connection).
+    """
+    extra = conn.extra_dejson or {}
+    path = base_path or extra.get("base_path") or conn.host
+    if not path:
+        raise InvalidOptionError(
+            f"Airflow connection {conn.conn_id!r}: no table base path (expected the host, extra 'base_path' or the "
+            "operator's base_path)"
+        )
+    opts = extra.get("storage_options") or {}
+    hoodie = extra.get("hoodie_options") or {}
+    for name, value in (("storage_options", opts), ("hoodie_options", hoodie)):
+        if not isinstance(value, dict):
+            raise InvalidOptionError(
+                f"Airflow connection {conn.conn_id!r}: extra {name!r} is {type(value).__name__} {value!r}, "
+                "expected an object of option -> value"
+            )
+    storage = {str(k): str(v) for k, v in opts.items()}
+    if conn.login:
+        storage["access_key"] = conn.login
+    if conn.password:
+        storage["secret_key"] = conn.password
+    if extra.get("session_token"):
+        storage["session_token"] = str(extra["session_token"])
+    return HudiTableLocation(
+        base_path=str(path), storage_options=storage, hoodie_options={str(k): str(v) for k, v in hoodie.items()}
+    )
+
+
+class HudiTableHook(BaseHook):
+    """A Hudi table from the Airflow connection ``hudi_conn_id`` (type ``hudi``; see the module docstring).
+
+    Args:
+        hudi_conn_id: the connection (default ``hudi_default``).
+        base_path: the table's base path, over the connection's (one connection, many tables).
+    """
+
+    conn_name_attr = "hudi_conn_id"
+    default_conn_name = "hudi_default"
+    conn_type = "hudi"
+    hook_name = "Apache Hudi table"
+
+    def __init__(self, hudi_conn_id: str = default_conn_name, *, base_path: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hudi_conn_id = hudi_conn_id
+        self.base_path = base_path
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The connection form: host is the base path, login/password the object store keys."""
+        return {
+            "hidden_fields": ["schema", "port"],
+            "relabeling": {"host": "Base path", "login": "Access key", "password": "Secret key"},
+            "placeholders": {
+                "host": "s3://bucket/tables/trips",
+                "extra": '{"storage_options": {"region": "eu-west-1"}, "hoodie_options": {}}',
+            },
+        }
+
+    def get_conn(self) -> HudiTableLocation:
+        """The table location of the connection."""
+        return location_from_connection(self.get_connection(self.hudi_conn_id), base_path=self.base_path)
+
+    async def aget_conn(self) -> HudiTableLocation:
+        """:meth:`get_conn` from an async context (a trigger)."""
+        return location_from_connection(await self.aget_connection(self.hudi_conn_id), base_path=self.base_path)
+
+    def open_table(self) -> HudiTable:
+        """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` of the connection."""
+        return self.get_conn().open_table()
+
+    def test_connection(self) -> tuple[bool, str]:
+        """The UI's *Test*: the table opens and its timeline lists."""
+        try:
+            table = self.open_table()
+            last = table.timeline.completed_commits().last
+        except Exception as err:  # the UI shows the message
+            return False, str(err)
+        return True, f"{table.base_uri}: latest completed commit {last.time if last else 'none'}"

@@ -1,0 +1,321 @@
+"""Operators: the table services of the Dagster shell as Airflow tasks, on the same service core.
+
+Every operator reads its table from a ``hudi`` connection (:class:`~lake_orchestration.airflow.hooks.HudiTableHook`;
+``base_path`` and ``options`` are templated, so a path can come from a Variable: ``"{{ var.value.trips_path }}"``)
+and returns its typed result's ``to_json_obj()`` — the same JSON ``lake-orch ... --json`` prints — as the XCom.
+
+* :class:`HudiScheduleCompactionOperator` — schedule-plan (Hudi's trigger strategy decides); returns the new plan's
+  instant (None: nothing scheduled) and pushes the schedule result under the XCom key ``schedule``.
+* :class:`HudiListPendingCompactionsOperator` — the pending plans to run (FIFO/LIFO, at most ``max_plans``): the input
+  of ``HudiExecuteCompactionOperator.partial(...).expand(instant=...)``, one mapped task per plan.
+* :class:`HudiExecuteCompactionOperator` — execute and commit one plan (engine ``local`` or ``spark``); a committed
+  plan is a no-op (``already_committed``), a plan another process is executing skips the task.
+* :class:`HudiCleanOperator` — finish pending cleans, plan, execute and commit a new one, remove stale temp files.
+* :class:`HudiArchiveOperator` — archive, then merge small archive files (``merge=False``: archive only).
+* :class:`HudiRollbackOperator` — roll back one pending write, or every stale one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from lake_orchestration.airflow.hooks import HudiTableHook, HudiTableLocation
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from lake_orchestration.engines.base import Engine
+
+EngineName = Literal["local", "spark"]
+
+
+class HudiTableOperator(BaseOperator):
+    """Base of the table operators: the table's connection, base path and ``hoodie.*`` options.
+
+    Args:
+        hudi_conn_id: the ``hudi`` connection (base path, storage options and secrets, default options).
+        base_path: the table's base path, over the connection's (templated).
+        options: ``hoodie.*`` service options over the connection's ``hoodie_options`` (templated).
+    """
+
+    template_fields: Sequence[str] = ("base_path", "options")
+    ui_color = "#d6ecf7"
+
+    def __init__(
+        self,
+        *,
+        hudi_conn_id: str = HudiTableHook.default_conn_name,
+        base_path: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.hudi_conn_id = hudi_conn_id
+        self.base_path = base_path
+        self.options = dict(options or {})
+
+    def location(self) -> HudiTableLocation:
+        """The table's location (after templating)."""
+        return HudiTableHook(self.hudi_conn_id, base_path=self.base_path or None).get_conn()
+
+    def service_options(self, location: HudiTableLocation) -> dict[str, str]:
+        """The connection's ``hoodie_options`` with this task's ``options`` on top."""
+        return location.service_options(self.options)
+
+
+class HudiEngineOperator(HudiTableOperator):
+    """A table operator whose work can run on Spark.
+
+    Args:
+        engine: ``local`` (in the worker process, ``threads`` at a time) or ``spark``.
+        spark_conn_id: a Spark connection (``spark`` type: host ``spark://host`` or ``local[4]`` / ``yarn``, port
+            appended when set; extra ``{"conf": {...}}``) giving the master; or ``spark_master`` directly.
+        spark_conf: more Spark settings (``spark.executor.memory`` ...).
+        threads: threads of the local engine.
+    """
+
+    template_fields: Sequence[str] = (*HudiTableOperator.template_fields, "spark_master")
+
+    def __init__(
+        self,
+        *,
+        engine: EngineName = "local",
+        spark_conn_id: str | None = None,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+        threads: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if engine not in ("local", "spark"):
+            raise ValueError(f"{type(self).__name__} engine={engine!r}: expected 'local' or 'spark'")
+        self.engine = engine
+        self.spark_conn_id = spark_conn_id
+        self.spark_master = spark_master
+        self.spark_conf = dict(spark_conf or {})
+        self.threads = threads
+
+    def spark_settings(self) -> tuple[str, dict[str, str]]:
+        """The Spark master and conf of this task (``spark_master``, else the Spark connection, else local[*])."""
+        conf = dict(self.spark_conf)
+        master = self.spark_master
+        if not master and self.spark_conn_id:
+            conn = BaseHook.get_connection(self.spark_conn_id)
+            master = conn.host or "local[*]"
+            if conn.port:
+                master = f"{master}:{conn.port}"
+            conf = {**{str(k): str(v) for k, v in (conn.extra_dejson.get("conf") or {}).items()}, **conf}
+        return master or "local[*]", conf
+
+    def make_engine(self) -> Engine:
+        """The engine of this task: a :class:`~lake_orchestration.engines.local.LocalEngine`, or a Spark engine on a
+        session built from :meth:`spark_settings` (the worker needs Java 17 and pyspark)."""
+        if self.engine == "local":
+            from lake_orchestration.engines.local import LocalEngine
+
+            return LocalEngine(threads=self.threads)
+        from lake_orchestration.engines.spark import SparkEngine
+        from lake_orchestration.engines.spark_session import local_spark_session
+
+        master, conf = self.spark_settings()
+        return SparkEngine(local_spark_session(master=master, app_name=f"airflow-{self.task_id}", conf=conf))
+
+
+class HudiScheduleCompactionOperator(HudiTableOperator):
+    """Schedule a compaction plan (``<instant>.compaction.requested``) if Hudi's trigger strategy says so.
+
+    Returns the plan's instant (None when nothing was scheduled); the full result (``scheduled``, ``instant``,
+    ``reason``, ``operations``) is pushed under the XCom key ``schedule``."""
+
+    def execute(self, context: Context) -> str | None:
+        from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+
+        location = self.location()
+        config = CompactionConfig.from_options(self.service_options(location))
+        result = schedule_compaction(location.open_table(), config=config)
+        self.log.info("%s: %s%s", location.base_path, result.reason, f" ({result.instant})" if result.instant else "")
+        context["ti"].xcom_push(key="schedule", value=result.to_json_obj())
+        return str(result.instant) if result.instant else None
+
+
+class HudiListPendingCompactionsOperator(HudiTableOperator):
+    """The pending compaction plans to execute next, as a list of instants (the input of ``.expand()``).
+
+    Args:
+        seq: ``FIFO`` (oldest first) or ``LIFO``.
+        max_plans: at most this many (None: all).
+    """
+
+    template_fields: Sequence[str] = (*HudiTableOperator.template_fields, "seq", "max_plans")
+
+    def __init__(self, *, seq: str = "FIFO", max_plans: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seq = seq
+        self.max_plans = max_plans
+
+    def execute(self, context: Context) -> list[str]:
+        from lake_orchestration.hudi.services.compaction import select_pending_plans
+
+        location = self.location()
+        max_plans = None if self.max_plans in (None, "", "None") else int(self.max_plans)
+        plans = select_pending_plans(location.open_table(), seq=str(self.seq), max_plans=max_plans)
+        self.log.info("%s: %d pending compaction plan(s) to run: %s", location.base_path, len(plans), plans)
+        return plans
+
+
+class HudiExecuteCompactionOperator(HudiEngineOperator):
+    """Execute and commit the compaction plan ``instant`` (templated; mapped with ``.expand(instant=...)``).
+
+    A crashed inflight attempt is rolled back first; a committed plan is a no-op (``already_committed``); a plan
+    another process is executing (fresh heartbeat) skips the task. Returns the ``CompactionResult`` JSON (instant,
+    operations, rows/bytes written, log records merged, seconds, rolled-back attempt) plus ``already_committed``.
+    """
+
+    template_fields: Sequence[str] = (*HudiEngineOperator.template_fields, "instant")
+
+    def __init__(self, *, instant: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.instant = instant
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from lake_orchestration.errors import InstantInProgressError
+        from lake_orchestration.hudi.services.compaction import (
+            CompactionConfig,
+            execute_compaction,
+            is_compaction_committed,
+        )
+
+        instant = str(self.instant)
+        location = self.location()
+        table = location.open_table()
+        if is_compaction_committed(table, instant):
+            self.log.info("Compaction %s of %s is already committed: nothing to do", instant, location.base_path)
+            return {"instant": instant, "already_committed": True}
+        config = CompactionConfig.from_options(self.service_options(location))
+        try:
+            result = execute_compaction(table, instant, config=config, engine=self.make_engine())
+        except InstantInProgressError as err:
+            raise AirflowSkipException(f"compaction {instant} of {location.base_path}: {err.detail}") from err
+        self.log.info("Compaction %s of %s: %s", instant, location.base_path, result.to_json_obj())
+        return {**result.to_json_obj(), "already_committed": result.already_committed}
+
+
+class HudiCleanOperator(HudiEngineOperator):
+    """Clean (Hudi's ``clean()``): finish pending cleans, then plan, execute (deletes, on the engine) and commit a new
+    one if the trigger fires (``hoodie.cleaner.*``), then remove abandoned temporary files. Returns the
+    ``CleanResult`` JSON (instants, earliest commit to retain, files, deleted, failed, reason, ...).
+
+    Args:
+        dry_run: only report what would be deleted.
+    """
+
+    def __init__(self, *, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
+
+        location = self.location()
+        config = CleanConfig.from_options(self.service_options(location))
+        engine = self.make_engine() if self.engine == "spark" else None
+        result = run_clean(location.open_table(), config, dry_run=self.dry_run, engine=engine)
+        self.log.info(
+            "%s: clean %s %s %d file(s); %s",
+            location.base_path,
+            list(result.instants) or "none",
+            "would delete" if self.dry_run else "deleted",
+            result.file_count if self.dry_run else result.deleted,
+            result.reason,
+        )
+        return result.to_json_obj()
+
+
+class HudiArchiveOperator(HudiTableOperator):
+    """Archive the active timeline (``hoodie.keep.min/max.commits`` ...), then merge small archive files
+    (``hoodie.archive.merge.*``) — the two steps of the Dagster archive job. Returns
+    ``{"archive": <ArchiveResult JSON>, "merge": <MergeResult JSON or None>}``.
+
+    Args:
+        merge: run the merge step after archiving.
+        dry_run: only report what would be archived and merged.
+    """
+
+    def __init__(self, *, merge: bool = True, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.merge = merge
+        self.dry_run = dry_run
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from lake_orchestration.hudi.services.archive import ArchiveConfig, archive, merge_archive_files
+
+        location = self.location()
+        table = location.open_table()
+        config = ArchiveConfig.from_options(self.service_options(location), table_properties=table.config.raw)
+        archived = archive(table, config, dry_run=self.dry_run)
+        self.log.info(
+            "%s: %s %d instant(s)%s",
+            location.base_path,
+            "would archive" if self.dry_run else "archived",
+            len(archived.archived_instants),
+            f" into {archived.archive_file}" if archived.archive_file else "",
+        )
+        merged = merge_archive_files(table, config, dry_run=self.dry_run) if self.merge else None
+        if merged is not None:
+            self.log.info(
+                "%s: merge of small archive files: %s",
+                location.base_path,
+                f"{len(merged.candidates)} file(s) into {merged.merged_file}" if merged.merged_file else "nothing",
+            )
+        return {"archive": archived.to_json_obj(), "merge": merged.to_json_obj() if merged is not None else None}
+
+
+class HudiRollbackOperator(HudiTableOperator):
+    """Roll back the pending write ``instant_time`` (templated), or every stale pending write (expired heartbeat, or
+    no heartbeat and older than ``timeout_seconds``). Returns the ``lake-orch rollback --json`` rows.
+
+    Args:
+        instant_time: the write to roll back (None: every stale one).
+        timeout_seconds: a pending write without a heartbeat file older than this is stale (None: never).
+        dry_run: only report the plans.
+    """
+
+    template_fields: Sequence[str] = (*HudiTableOperator.template_fields, "instant_time")
+
+    def __init__(
+        self,
+        *,
+        instant_time: str | None = None,
+        timeout_seconds: float | None = None,
+        dry_run: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.instant_time = instant_time
+        self.timeout_seconds = timeout_seconds
+        self.dry_run = dry_run
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        from lake_orchestration.hudi.services.rollback import RollbackResult, rollback_stale_writes, rollback_write
+        from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+
+        location = self.location()
+        table = location.open_table()
+        config = RollbackConfig.from_options(self.service_options(location))
+        if self.instant_time:
+            outcome = rollback_write(table, str(self.instant_time), dry_run=self.dry_run, config=config)
+            results = [RollbackResult.of(str(self.instant_time), "requested", outcome)]
+        else:
+            results = [
+                RollbackResult.of(str(s.instant.time), s.reason, r)
+                for s, r in rollback_stale_writes(
+                    table, timeout_s=self.timeout_seconds, dry_run=self.dry_run, config=config
+                )
+            ]
+        for r in results:
+            self.log.info("%s: %s", location.base_path, r.to_json_obj())
+        return [r.to_json_obj() for r in results]
