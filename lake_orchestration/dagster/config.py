@@ -308,6 +308,11 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Dagster-facing table name (asset keys ``hudi/<name>``, job names ``<name>__...``): ``[A-Za-z0-9_]+``."""
     base_path: str
     """Table base path or URI (``/data/t``, ``s3://bucket/t``, ``gs://bucket/t``, ``hdfs://nn:8020/t``)."""
+    format: Literal["hudi", "paimon"] = "hudi"
+    """Table format. ``paimon``: an Apache Paimon primary-key table directory (``<warehouse>/<db>.db/<table>``); it
+    gets the table asset ``paimon/<name>`` with its compaction health, the compaction asset, job, schedule
+    (``schedule_cron``), new-snapshot sensor and checks of :mod:`lake_orchestration.dagster.paimon`, and takes none
+    of the Hudi service options (Paimon keeps its options in the table's schema)."""
     storage: StorageConfig | None = None
     """Storage options; default: none (local paths, or pyarrow's default credential chain for object stores)."""
     compaction_options: dict[str, OptionValue] = {}  # noqa: RUF012 - pydantic copies field defaults
@@ -383,6 +388,17 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
                 f"storage.provider {self.storage.provider!r} does not match base_path {self.base_path!r}: "
                 f"expected {expected}"
             )
+        if self.format == "paimon":
+            hudi_only = [
+                f
+                for f in ("compaction_options", "clean_options", "archive_options", "bootstrap_options")
+                if getattr(self, f)
+            ]
+            if hudi_only:
+                raise ValueError(
+                    f"{', '.join(hudi_only)}: Hudi options, not taken by a format: paimon table (Paimon reads its "
+                    "options from the table's schema): expected none"
+                )
         try:
             self.compaction_config()
             self.bootstrap_config()
@@ -464,7 +480,12 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         return self.storage.to_storage_options(table=self.name) if self.storage is not None else {}
 
     def open_table(self) -> Any:
-        """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` on this table's storage."""
+        """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` on this table's storage
+        (:class:`~lake_orchestration.paimon.table.PaimonTable` for ``format: paimon``)."""
+        if self.format == "paimon":
+            from lake_orchestration.paimon.table import PaimonTable
+
+            return PaimonTable.open(self.base_path, storage_options=self.storage_options())
         from lake_orchestration.hudi.table import HudiTable
 
         return HudiTable(self.base_path, storage_options=self.storage_options())

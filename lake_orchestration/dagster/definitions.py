@@ -15,6 +15,9 @@ Per table ``t`` (names from :class:`~lake_orchestration.dagster.translator.Dagst
 * asset checks on ``hudi/t``: oldest pending compaction age, log files per slice, active timeline length, small
   archive files — one ``multi_asset_check`` listing the table once (:mod:`.checks`).
 
+A ``format: paimon`` table gets ``paimon/t``, ``paimon/t/compaction``, ``t__compaction`` with its schedule,
+``t__new_snapshots_sensor`` and a stop-trigger check instead (:mod:`.paimon`).
+
 Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance). Every
 service step retries with the table's retry policy (``retry_max_retries``, exponential backoff from
 ``retry_delay_seconds``): each step resumes from the timeline, so a retry is safe; errors a retry cannot fix fail
@@ -41,6 +44,7 @@ from lake_orchestration.dagster.jobs import (
     build_schedule_compaction_job,
     build_schedules,
 )
+from lake_orchestration.dagster.paimon import build_paimon_table_definitions
 from lake_orchestration.dagster.resources import build_spark_resource
 from lake_orchestration.dagster.sensors import build_pending_compaction_sensor, build_stale_inflight_sensor
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
@@ -83,6 +87,14 @@ def build_hudi_definitions(
     sensors: list[Any] = []
     checks: list[Any] = []
     for cfg in tables:
+        if cfg.format == "paimon":
+            paimon = build_paimon_table_definitions(cfg, tr)
+            assets += paimon.assets
+            jobs += paimon.jobs
+            schedules += paimon.schedules
+            sensors += paimon.sensors
+            checks += paimon.checks
+            continue
         assets += [build_table_asset(cfg, tr), build_compaction_asset(cfg, tr)]
         compaction = build_compaction_job(cfg, tr)
         schedule = build_schedule_compaction_job(cfg, tr)

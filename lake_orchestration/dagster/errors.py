@@ -120,6 +120,8 @@ class HudiStep:
         """File names of the latest instants of the timeline as last listed (none before the table opened)."""
         if self.table is None:
             return []
+        if self.cfg.format == "paimon":  # a Paimon table's history: its snapshot files
+            return [f"snapshot-{i}" for i in self.table.snapshot_ids()[-TIMELINE_EXCERPT:]]
         return [i.file_name for i in list(self.table.timeline)[-TIMELINE_EXCERPT:]]
 
 

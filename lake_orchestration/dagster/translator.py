@@ -17,6 +17,11 @@ ops                       ``t__<step>_op`` (``t__compaction_execute_plan_op``, `
 schedules                 ``t__<job>_schedule``
 sensors                   ``t__pending_compaction_sensor``, ``t__stale_inflight_sensor``
 ========================  =============================================================
+
+A ``format: paimon`` table gets the same names under its format's prefix: asset keys ``paimon/t`` and
+``paimon/t/compaction``, group ``paimon``, pool ``paimon_t``, tags ``paimon/table`` and ``paimon/service``; job
+``t__compaction`` (schedule ``t__compaction_schedule``), ops ``t__compaction_execute_op`` and
+``t__compaction_commit_op``, sensor ``t__new_snapshots_sensor``.
 """
 
 from __future__ import annotations
@@ -40,30 +45,32 @@ HudiStep = Literal[
     "merge_archive_files",
     "rollback",
     "bootstrap",
+    "compaction_execute",
 ]
-"""The ops of a table's services."""
-HudiSensor = Literal["pending_compaction", "stale_inflight"]
-"""The sensors of a table."""
+"""The ops of a table's services (``compaction_execute``: a Paimon table's plan + execute)."""
+HudiSensor = Literal["pending_compaction", "stale_inflight", "new_snapshots"]
+"""The sensors of a table (``new_snapshots``: a Paimon table's)."""
 
 
 class DagsterHudiTranslator:
     """Names of a table's Dagster objects; override a method to rename (names must stay unique per table)."""
 
     def get_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
-        """The table asset (default ``hudi/<name>``)."""
-        return dg.AssetKey(["hudi", table.name])
+        """The table asset (default ``hudi/<name>``; ``paimon/<name>`` for a Paimon table)."""
+        return dg.AssetKey([table.format, table.name])
 
     def get_compaction_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
         """The compaction asset, one partition per plan (default ``hudi/<name>/compaction``)."""
         return dg.AssetKey([*self.get_asset_key(table).path, "compaction"])
 
     def get_group_name(self, table: HudiTableConfig) -> str:
-        """The asset group of both assets (default ``hudi``)."""
-        return "hudi"
+        """The asset group of both assets (default ``hudi``; ``paimon`` for a Paimon table)."""
+        return table.format
 
     def get_pool(self, table: HudiTableConfig) -> str:
-        """The concurrency pool every service step of the table runs in (default ``hudi_<name>``)."""
-        return f"hudi_{table.name}"
+        """The concurrency pool every service step of the table runs in (default ``hudi_<name>``;
+        ``paimon_<name>`` for a Paimon table)."""
+        return f"{table.format}_{table.name}"
 
     def get_partitions_def_name(self, table: HudiTableConfig) -> str:
         """The dynamic partitions definition of the compaction asset (default ``<name>__compaction_instants``)."""
@@ -86,5 +93,6 @@ class DagsterHudiTranslator:
         return f"{table.name}__{sensor}_sensor"
 
     def get_tags(self, table: HudiTableConfig, service: str) -> dict[str, str]:
-        """Tags of a service's ops and jobs (default ``hudi/table`` and ``hudi/service``)."""
-        return {"hudi/table": table.name, "hudi/service": service}
+        """Tags of a service's ops and jobs (default ``hudi/table`` and ``hudi/service``; ``paimon/...`` for a Paimon
+        table)."""
+        return {f"{table.format}/table": table.name, f"{table.format}/service": service}

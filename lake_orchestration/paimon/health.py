@@ -130,7 +130,7 @@ class PaimonTableHealth:
         """The latest snapshot's commit time (UTC)."""
         if self.time_millis is None:
             return None
-        return datetime.datetime.fromtimestamp(self.time_millis / 1000, tz=datetime.UTC)
+        return datetime.datetime.fromtimestamp(self.time_millis / 1000, tz=datetime.timezone.utc)
 
     def to_json_obj(self) -> dict[str, Any]:
         """A JSON-ready summary (what ``paimon compaction show --json`` prints)."""
