@@ -17,7 +17,7 @@ import dagster as dg
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import hudi_step
 from lake_orchestration.dagster.resources import spark_engine
-from lake_orchestration.dagster.translator import DagsterHudiTranslator
+from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.services.compaction import (
@@ -144,19 +144,16 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     """
     from lake_orchestration.errors import InstantInProgressError
 
-    pool = translator.get_pool(cfg)
-    tags = translator.get_tags(cfg, "compaction")
-
     def compaction_config() -> CompactionConfig:
         return cfg.compaction_config()
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "compaction_execute_plan"),
+    @table_op(
+        cfg,
+        translator,
+        "compaction_execute_plan",
+        "compaction",
+        spark=True,
         ins={"table": dg.In(dg.Nothing)},
-        retry_policy=cfg.retry_policy(),
-        pool=pool,
-        tags=tags,
-        required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
         description=f"Execute-plan: write the new base files of a compaction plan of {cfg.name}",
     )
     def execute_plan_op(context: dg.OpExecutionContext) -> ExecutedPlan:
@@ -176,11 +173,11 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
         context.add_output_metadata(execution_metadata(execution))
         return ExecutedPlan(instant=instant, execution=execution)
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "compaction_commit"),
-        retry_policy=cfg.retry_policy(),
-        pool=pool,
-        tags=tags,
+    @table_op(
+        cfg,
+        translator,
+        "compaction_commit",
+        "compaction",
         description=f"Commit: write <instant>.commit of an executed compaction plan of {cfg.name}",
     )
     def commit_op(context: dg.OpExecutionContext, executed: ExecutedPlan) -> dg.Output[None]:

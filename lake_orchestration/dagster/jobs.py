@@ -22,7 +22,7 @@ import dagster as dg
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
-from lake_orchestration.dagster.translator import DagsterHudiTranslator
+from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
 from lake_orchestration.hudi.services.clean import CleanConfig, CleanExecution
 
 
@@ -58,12 +58,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
     """``<t>__schedule_compaction``: schedule-plan."""
     from lake_orchestration.hudi.services.compaction import schedule_compaction
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "schedule_compaction"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        tags=translator.get_tags(cfg, "compaction"),
-    )
+    @table_op(cfg, translator, "schedule_compaction", "compaction")
     def schedule_op(context: dg.OpExecutionContext) -> None:
         with hudi_step(cfg) as step:
             r = schedule_compaction(step.open_table(), config=cfg.compaction_config())
@@ -81,12 +76,7 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
     from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "rollback"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        tags=translator.get_tags(cfg, "rollback"),
-    )
+    @table_op(cfg, translator, "rollback", "rollback")
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
         with hudi_step(cfg, instant=config.instant_time) as step:
             table = step.open_table()
@@ -142,12 +132,7 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
     if bootstrap_config is None:
         return None
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "bootstrap"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        tags=translator.get_tags(cfg, "bootstrap"),
-    )
+    @table_op(cfg, translator, "bootstrap", "bootstrap")
     def bootstrap_op(context: dg.OpExecutionContext, config: BootstrapRunConfig) -> None:
         with hudi_step(cfg, instant=METADATA_BOOTSTRAP_INSTANT) as step:
             try:
@@ -237,13 +222,10 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     )
     from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 
-    pool = translator.get_pool(cfg)
-    tags = translator.get_tags(cfg, "clean")
-
     def clean_config() -> CleanConfig:
         return cfg.clean_config()
 
-    @dg.op(name=translator.get_op_name(cfg, "clean_plan"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
+    @table_op(cfg, translator, "clean_plan", "clean")
     def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> PlannedClean:
         dry = _dry(config, cfg.clean_dry_run)
         with hudi_step(cfg) as step:
@@ -286,13 +268,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
         )
         return planned
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "clean_execute"),
-        pool=pool,
-        retry_policy=cfg.retry_policy(),
-        tags=tags,
-        required_resource_keys={"pyspark"} if cfg.engine == "spark" else set(),
-    )
+    @table_op(cfg, translator, "clean_execute", "clean", spark=True)
     def execute_op(context: dg.OpExecutionContext, planned: PlannedClean) -> ExecutedClean:
         if planned.dry_run or not planned.files_by_instant:
             return ExecutedClean(planned=planned, executions=())
@@ -317,7 +293,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
         )
         return ExecutedClean(planned=planned, executions=tuple(executions), skipped=tuple(skipped))
 
-    @dg.op(name=translator.get_op_name(cfg, "clean_commit"), pool=pool, retry_policy=cfg.retry_policy(), tags=tags)
+    @table_op(cfg, translator, "clean_commit", "clean")
     def commit_op(context: dg.OpExecutionContext, executed: ExecutedClean) -> None:
         planned = executed.planned
         dry = planned.dry_run
@@ -377,14 +353,8 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
 
 def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__archive``: archive, then merge small archive files."""
-    tags = translator.get_tags(cfg, "archive")
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "archive"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        tags=tags,
-    )
+    @table_op(cfg, translator, "archive", "archive")
     def archive_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> bool:
         from lake_orchestration.hudi.services.archive import run_archive
 
@@ -411,12 +381,7 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
         )
         return dry
 
-    @dg.op(
-        name=translator.get_op_name(cfg, "merge_archive_files"),
-        pool=translator.get_pool(cfg),
-        retry_policy=cfg.retry_policy(),
-        tags=tags,
-    )
+    @table_op(cfg, translator, "merge_archive_files", "archive")
     def merge_op(context: dg.OpExecutionContext, dry: bool) -> None:
         from lake_orchestration.hudi.services.archive import merge_archive_files
 

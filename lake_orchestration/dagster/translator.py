@@ -26,7 +26,7 @@ A ``format: paimon`` table gets the same names under its format's prefix: asset 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import dagster as dg
 
@@ -96,3 +96,25 @@ class DagsterHudiTranslator:
         """Tags of a service's ops and jobs (default ``hudi/table`` and ``hudi/service``; ``paimon/...`` for a Paimon
         table)."""
         return {f"{table.format}/table": table.name, f"{table.format}/service": service}
+
+
+def table_op(
+    table: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    step: HudiStep,
+    service: str,
+    *,
+    spark: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``dg.op`` of one step of a table's service: named by ``translator``, in the table's pool, with its retry
+    policy and the service's tags; ``spark``: the step needs the ``pyspark`` resource when the table's engine is
+    ``spark``. ``kwargs`` go to ``dg.op`` (``ins``, ``description`` ...)."""
+    return dg.op(
+        name=translator.get_op_name(table, step),
+        pool=translator.get_pool(table),
+        retry_policy=table.retry_policy(),
+        tags=translator.get_tags(table, service),
+        required_resource_keys={"pyspark"} if spark and table.engine == "spark" else set(),
+        **kwargs,
+    )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -78,9 +78,7 @@ class SparkEngine:
             # range partitioning on the index gives exactly one task per partition (hash partitioning does not)
             df = df.repartitionByRange(n, "idx")
             runner = _MapTasks(fn, shared)
-        with _job_description(self.spark, description):
-            rows = df.mapInArrow(runner, "result binary").collect()
-        return [pickle.loads(r["result"]) for r in rows]
+        return self._collect(df, runner, description)
 
     def map_record_groups(
         self,
@@ -104,6 +102,12 @@ class SparkEngine:
         # no sparkContext: this must work over Spark Connect
         df = df.repartitionByRange(max(1, min(len(groups), _MAX_GROUP_PARTITIONS)), GROUP_COLUMN)
         runner = _MapRecordGroups(fn, shared, dict(enumerate(bare)), data.schema)
+        return self._collect(df, runner, description)
+
+    def _collect(
+        self, df: Any, runner: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], description: str
+    ) -> list[Any]:
+        """Run ``runner`` on every partition of ``df`` (a Spark job named ``description``); its pickled results."""
         with _job_description(self.spark, description):
             rows = df.mapInArrow(runner, "result binary").collect()
         return [pickle.loads(r["result"]) for r in rows]
@@ -219,13 +223,19 @@ def _task_context() -> Any:
     return TaskContext.get()
 
 
+def _results_batch(results: list[bytes]) -> Iterator[pa.RecordBatch]:
+    """The pickled results of a Spark task as its one output batch (none without results)."""
+    if results:
+        yield pa.RecordBatch.from_pydict({"result": results}, schema=pa.schema([("result", pa.binary())]))
+
+
+@dataclass(frozen=True)
 class _MapTasks:
     """Picklable per-partition function; ``shared`` (storage options per base URI) travels only inside it."""
 
-    def __init__(self, fn: Callable[[Any], list[Any]], shared: dict[str, dict[str, Any]], *, tasks: list | None = None):
-        self.fn = fn
-        self.shared = shared
-        self.tasks = tasks
+    fn: Callable[[Any], list[Any]]
+    shared: dict[str, dict[str, Any]]
+    tasks: list | None = None
 
     def __repr__(self) -> str:  # never show the storage options
         return f"_MapTasks({getattr(self.fn, '__qualname__', self.fn)!r})"
@@ -242,24 +252,17 @@ class _MapTasks:
                 todo = [decode_task(p) for p in b.column(1).to_pylist()]
             for task in todo:
                 out.extend(pickle.dumps(r) for r in self.fn(_on_executor(task, self.shared, tc)))
-        if out:
-            yield pa.RecordBatch.from_pydict({"result": out}, schema=pa.schema([("result", pa.binary())]))
+        yield from _results_batch(out)
 
 
+@dataclass(frozen=True)
 class _MapRecordGroups:
     """Picklable task: collect each group's batches of the partition, run ``fn`` on the group, yield its results."""
 
-    def __init__(
-        self,
-        fn: Callable[[Any, pa.Table], list[Any]],
-        shared: dict[str, dict[str, Any]],
-        tasks: dict,
-        schema: pa.Schema,
-    ) -> None:
-        self.fn = fn
-        self.shared = shared
-        self.tasks = tasks
-        self.schema = schema
+    fn: Callable[[Any, pa.Table], list[Any]]
+    shared: dict[str, dict[str, Any]]
+    tasks: dict
+    schema: pa.Schema
 
     def __repr__(self) -> str:  # never show the storage options
         return f"_MapRecordGroups({len(self.tasks)} groups)"
@@ -277,28 +280,19 @@ class _MapRecordGroups:
             recs = pa.concat_tables(ts).drop_columns([GROUP_COLUMN])
             recs = pa.Table.from_arrays([recs.column(f.name).cast(f.type) for f in fields_], schema=pa.schema(fields_))
             out.extend(pickle.dumps(r) for r in self.fn(_on_executor(self.tasks[g], self.shared, tc), recs))
-        if out:
-            yield pa.RecordBatch.from_pydict({"result": out}, schema=pa.schema([("result", pa.binary())]))
+        yield from _results_batch(out)
 
 
+@dataclass(frozen=True, kw_only=True)
 class _SliceReadTask:
     """Picklable per-partition function: read each slice of the batch and yield its merged rows. The storage options
     (completed for executors) travel only inside it."""
 
-    def __init__(
-        self,
-        *,
-        base_uri: str,
-        storage_options: dict[str, Any],
-        flt: InstantFilter,
-        merge: MergeConfig,
-        schema: pa.Schema,
-    ) -> None:
-        self.base_uri = base_uri
-        self.storage_options = storage_options
-        self.flt = flt
-        self.merge = merge
-        self.schema = schema
+    base_uri: str
+    storage_options: dict[str, Any]
+    flt: InstantFilter
+    merge: MergeConfig
+    schema: pa.Schema
 
     def __repr__(self) -> str:  # never show the storage options
         return f"_SliceReadTask({self.base_uri!r})"
