@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -10,6 +11,8 @@ from lake_orchestration.cli.storage_options import current_storage_options
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import EngineError
 from lake_orchestration.hudi.table import HudiTable
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open_table(path: str) -> HudiTable:
@@ -62,6 +65,27 @@ def spark_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
         return validate_spark_master(value)
     except EngineError as err:
         raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+
+
+def engine_options(
+    *,
+    default: str,
+    help: str | None = None,
+    choices: tuple[str, ...] = ("local", "spark"),
+    master_help: str | None = None,
+) -> Callable[[F], F]:
+    """Add ``--engine`` (``choices``, ``default``) and ``--spark-master`` (checked by :func:`spark_master`) to a
+    command; :func:`engine_or_none` turns them into the engine."""
+
+    def decorate(fn: F) -> F:
+        fn = click.option(
+            "--spark-master", default="local[*]", show_default=True, callback=spark_master, help=master_help
+        )(fn)
+        return click.option(
+            "--engine", type=click.Choice(list(choices)), default=default, show_default=True, help=help
+        )(fn)
+
+    return decorate
 
 
 def engine_or_none(engine: str, master: str) -> Any:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lake_orchestration.cli.common import engine_or_none, open_table, parse_options, spark_master
+from lake_orchestration.cli.common import engine_options, engine_or_none, open_table, parse_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -78,8 +78,7 @@ def _print_runs(results: list[CompactionResult]) -> None:
 )
 @click.option("--schedule", is_flag=True, help="Schedule a plan first (the trigger strategy applies).")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
-@click.option("--spark-master", default="local[*]", show_default=True, callback=spark_master)
+@engine_options(default="spark", choices=("spark", "local"))
 @json_option()
 @storage_options
 def compaction_run(

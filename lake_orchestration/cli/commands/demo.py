@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lake_orchestration.cli.commands.inspect import fsview_rows, print_table_summary, table_summary, timeline_rows
-from lake_orchestration.cli.common import spark_master
+from lake_orchestration.cli.common import engine_options
 from lake_orchestration.cli.output import table
 from lake_orchestration.hudi.table import HudiTable
 
@@ -15,19 +15,11 @@ from lake_orchestration.hudi.table import HudiTable
 @click.option(
     "--rows", default=3000, show_default=True, type=click.IntRange(min=1), help="Rows of the initial bulk insert."
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["spark", "local"]),
+@engine_options(
     default="spark",
-    show_default=True,
+    choices=("spark", "local"),
     help="Engine for the snapshot read.",
-)
-@click.option(
-    "--spark-master",
-    default="local[*]",
-    show_default=True,
-    callback=spark_master,
-    help="spark.master for --engine spark.",
+    master_help="spark.master for --engine spark.",
 )
 def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
     """Build the demo MOR table with this project's writer, then show its timeline, slices and snapshot."""

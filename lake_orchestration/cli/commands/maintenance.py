@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import duration_seconds, engine_or_none, open_table, parse_options, spark_master
+from lake_orchestration.cli.common import duration_seconds, engine_options, engine_or_none, open_table, parse_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -150,14 +150,9 @@ def _print_clean(res: CleanResult) -> None:
     f"{HoodieKey.CLEANER_FILEVERSIONS_RETAINED.key}, {HoodieKey.CLEANER_HOURS_RETAINED.key}, "
     f"{HoodieKey.CLEAN_MAX_COMMITS.key}, ... as key=value (repeatable).",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["spark", "local"]),
-    default="local",
-    show_default=True,
-    help="Where the deletes run: Spark tasks or a local thread pool.",
+@engine_options(
+    default="local", choices=("spark", "local"), help="Where the deletes run: Spark tasks or a local thread pool."
 )
-@click.option("--spark-master", default="local[*]", show_default=True, callback=spark_master)
 @json_option()
 @storage_options
 def clean_cmd(path: str, dry_run: bool, options: tuple[str, ...], engine: str, spark_master: str, out: Output) -> None:
