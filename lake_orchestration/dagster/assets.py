@@ -24,6 +24,7 @@ from lake_orchestration.hudi.services.compaction import (
     CompactionConfig,
     CompactionExecution,
     CompactionResult,
+    CompactionTotals,
     commit_execution,
     execute_plan,
     is_compaction_committed,
@@ -77,32 +78,17 @@ def build_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
 def compaction_metadata(
     result: CompactionResult, *, timezone: TimelineTimezone | None = None
 ) -> dict[str, dg.MetadataValue]:
-    """The metadata of one executed and committed plan (a ``CompactionResult``): counts as ints, seconds as a
-    float, the plan's instant time as a timestamp (given the table's ``timezone``), the write stats of each operation
-    as JSON."""
-    ops = [
-        {
-            "partition": s.partitionPath,
-            "file_id": s.fileId,
-            "rows": s.numWrites,
-            "log_records": s.totalLogRecords,
-            "log_files": s.totalLogFilesCompacted,
-        }
-        for s in result.stats
-    ]
-    return {
-        "instant": dg.MetadataValue.text(str(result.instant)),
-        "operations": dg.MetadataValue.int(result.operations),
-        "rows_written": dg.MetadataValue.int(result.rows_written),
-        "bytes_written": dg.MetadataValue.int(result.bytes_written),
-        "log_records_merged": dg.MetadataValue.int(result.log_records),
-        "seconds": dg.MetadataValue.float(round(result.seconds, 3)),
-        "rolled_back_attempt": dg.MetadataValue.text(result.rolled_back_attempt or ""),
-        "write_stats": dg.MetadataValue.json(ops),
-    } | (
-        {"instant_time": dg.MetadataValue.timestamp(instant_datetime(InstantTime(str(result.instant)), timezone))}
-        if timezone is not None
-        else {}
+    """The metadata of one executed and committed plan (a ``CompactionResult``): that of :func:`execution_metadata`,
+    the write stats of each operation as JSON and the plan's instant time as a timestamp (given the table's
+    ``timezone``)."""
+    return (
+        execution_metadata(result)
+        | {"write_stats": dg.MetadataValue.json(result.operations_json())}
+        | (
+            {"instant_time": dg.MetadataValue.timestamp(instant_datetime(InstantTime(str(result.instant)), timezone))}
+            if timezone is not None
+            else {}
+        )
     )
 
 
@@ -121,8 +107,9 @@ class ExecutedPlan:
     """Why the plan was not executed (another process executes it), or empty."""
 
 
-def execution_metadata(execution: CompactionExecution) -> dict[str, dg.MetadataValue]:
-    """The ``execute_plan`` op's output metadata (a ``CompactionExecution``): counts as ints, seconds as a float."""
+def execution_metadata(execution: CompactionTotals) -> dict[str, dg.MetadataValue]:
+    """The ``execute_plan`` op's output metadata (a ``CompactionExecution``; the totals of a ``CompactionResult``):
+    counts as ints, seconds as a float."""
     return {
         "instant": dg.MetadataValue.text(str(execution.instant)),
         "operations": dg.MetadataValue.int(execution.operations),

@@ -17,6 +17,7 @@ A Dagster graph runs ``execute_plan`` and ``commit_execution`` as two ops: the c
 
 from lake_orchestration.hudi.services.compaction.committer import (
     CompactionResult,
+    CompactionTotals,
     commit_compaction,
     commit_execution,
     compaction_commit_metadata,
@@ -50,6 +51,7 @@ __all__ = [
     "CompactionExecution",
     "CompactionResult",
     "CompactionStrategyName",
+    "CompactionTotals",
     "OperationTask",
     "ScheduleResult",
     "TriggerStrategy",
