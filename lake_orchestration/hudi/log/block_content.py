@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import pyarrow.parquet as pq
 from lake_orchestration.errors import CorruptLogBlockError
 from lake_orchestration.hudi.log import avro_encoder
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
+from lake_orchestration.hudi.model.avro.container import container_bytes
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, non_null_branch
 
 AVRO_BLOCK_VERSION = 3
@@ -155,21 +155,7 @@ def _decode_polars(body: memoryview, count: int, schema: dict[str, Any], target:
         {"name": _LEN_FIELD, "type": {"type": "fixed", "name": "HudiRecordLength", "size": 4}},
         *schema["fields"],
     ]
-    sync = os.urandom(16)
-    container = b"".join(
-        (
-            b"Obj\x01",
-            _zz(1),
-            _avro_str(b"avro.schema"),
-            _avro_str(json.dumps(wrapped).encode()),
-            _zz(0),
-            sync,
-            _zz(count),
-            _zz(len(body)),
-            body,
-            sync,
-        )
-    )
+    container = container_bytes(json.dumps(wrapped), body, count=count)
     df = _pl.read_avro(io.BytesIO(container))
     if df.height != count:
         raise BlockDecodeError(f"decoded {df.height} records, header says {count}")
@@ -482,18 +468,3 @@ def encode_delete_content(records: Sequence[DeleteRecord]) -> bytes:
     fastavro.schemaless_writer(buf, _DELETE_PARSED, {"deleteRecordList": items})
     payload = buf.getvalue()
     return _I32.pack(DELETE_BLOCK_VERSION) + _I32.pack(len(payload)) + payload
-
-
-# -- Avro container bits ------------------------------------------------------------------------------------------
-def _zz(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v & ~0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def _avro_str(b: bytes) -> bytes:
-    return _zz(len(b)) + b

@@ -64,9 +64,15 @@ def encode_container(record: dict[str, Any], schema: dict[str, Any]) -> bytes:
     body = io.BytesIO()
     fastavro.schemaless_writer(body, parsed, record)
     data = body.getvalue()
+    return container_bytes(text, data, count=1)
+
+
+def container_bytes(schema_text: str, body: bytes | memoryview, *, count: int) -> bytes:
+    """An Avro object container of one block: the header (``avro.schema`` = ``schema_text``, no codec), then
+    ``count`` records already encoded in ``body`` (a random sync marker)."""
     sync = os.urandom(SYNC_SIZE)
-    header = MAGIC + _long(1) + _bytes(b"avro.schema") + _bytes(text.encode("utf-8")) + _long(0) + sync
-    return header + _long(1) + _long(len(data)) + data + sync
+    header = MAGIC + _long(1) + _bytes(b"avro.schema") + _bytes(schema_text.encode("utf-8")) + _long(0) + sync
+    return b"".join((header, _long(count), _long(len(body)), body, sync))
 
 
 def decode_container(data: bytes, *, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
