@@ -1,0 +1,235 @@
+"""The Airflow provider end to end: the example DAGs run by ``airflow dags test`` (Airflow 3.3 in its own venv, a
+temporary SQLite metadata DB, no scheduler or triggerer), the table checked here with hudi-rs and our reader."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.compaction import schedule_compaction
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
+from lake_orchestration.hudi.write import WriteOptions, write_table
+from tests.airflow.conftest import AirflowRunner, DagRunResult
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow]
+
+
+def _opts(table_type: TableType = TableType.MERGE_ON_READ) -> WriteOptions:
+    return WriteOptions(
+        table_name="t",
+        table_type=table_type,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        small_file_limit=0,
+    )
+
+
+def _update_city(path: Path, base, city: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    part = base.filter(pc.equal(base.column("city"), city))
+    write_table(
+        str(path),
+        generate_updates(part, fraction=0.3, seed=n, ts_offset=(n + 1) * 10**7),
+        operation="upsert",
+        options=_opts(),
+    )
+
+
+def _mor_table(tmp_path: Path, updated: int = 2) -> tuple[Path, list[str]]:
+    """A MOR table of two city partitions, the first ``updated`` of them with a log file; returns the path and the
+    cities."""
+    path = tmp_path / "t"
+    base = generate_trips(200, partitions=2, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=_opts())
+    cities = sorted(set(base.column("city").to_pylist()))
+    for n, city in enumerate(cities[:updated]):
+        _update_city(path, base, city, n)
+    return path, cities
+
+
+def _hoodie_files(path: Path) -> set[str]:
+    return {p.name for p in (path / ".hoodie").iterdir() if p.is_file()}
+
+
+def _json_out(stdout: str) -> object:
+    """The JSON an ``airflow ... -o json`` command prints last (warnings may come before it on stdout)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    return json.loads(lines[-1]) if lines else []
+
+
+def _ok(run: DagRunResult) -> None:
+    assert run.state == "success" and all(s in ("success", "skipped") for s in run.tasks.values()), (
+        f"{run.dag_id}: run {run.state}, tasks {run.tasks}\n{run.output[-8000:]}"
+    )
+
+
+def test_provider_info_valid_against_airflow_schema_and_registers_hudi_connection(airflow: AirflowRunner) -> None:
+    script = """
+import json, importlib.resources
+import jsonschema
+from importlib.metadata import entry_points
+from airflow.providers_manager import ProvidersManager
+(ep,) = [e for e in entry_points(group="apache_airflow_provider") if e.value.startswith("lake_orchestration.")]
+info = ep.load()()
+schema = json.loads(importlib.resources.files("airflow").joinpath("provider_info.schema.json").read_text())
+jsonschema.validate(info, schema)
+pm = ProvidersManager()
+hook = pm.hooks["hudi"]
+print(json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook.hook_class_name if hook else None}))
+"""
+    proc = airflow.cli("--help")  # the CLI starts with the provider installed
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import subprocess
+
+    out = subprocess.run(
+        [str(airflow.python), "-c", script],
+        env=airflow.env(Path("/nonexistent")),
+        capture_output=True,
+        text=True,
+        cwd=airflow.home,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["info"]["package-name"] == "lake-orchestration" in got["providers"]
+    assert got["hook"] == "lake_orchestration.airflow.hooks.HudiTableHook"
+
+
+def test_example_dags_import_without_errors(airflow: AirflowRunner) -> None:
+    env = airflow.env(Path("/nonexistent"))
+    proc = airflow.cli("dags", "reserialize", env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    errors = airflow.cli("dags", "list-import-errors", "-o", "json", env=env)
+    assert errors.returncode == 0 and _json_out(errors.stdout) == [], errors.stdout + errors.stderr[-3000:]
+    listed = airflow.cli("dags", "list", "-o", "json", env=env)
+    assert {d["dag_id"] for d in _json_out(listed.stdout)} == {
+        "hudi_archive",
+        "hudi_clean",
+        "hudi_compaction",
+        "hudi_compaction_on_commit",
+        "hudi_compaction_on_new_plans",
+        "hudi_rollback_stale",
+    }
+
+
+def test_compaction_dag_schedules_then_mapped_execute_commits_both_plans(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    path, cities = _mor_table(tmp_path, updated=1)
+    first = schedule_compaction(HudiTable(str(path)), force=True)  # an older plan (first city), left pending
+    assert first.scheduled
+    _update_city(path, generate_trips(200, partitions=2, seed=1), cities[1], 5)
+    before = hudi_rs_snapshot(path)
+
+    run = airflow.dags_test("hudi_compaction", path, {"hoodie.compact.inline.max.delta.commits": "1"})
+
+    _ok(run)
+    new = run.result("schedule")
+    assert new and new != str(first.instant)
+    assert run.result("schedule", key="schedule")["scheduled"] is True
+    plans = [str(first.instant), new]
+    assert run.result("list_pending") == plans  # FIFO
+    executed = run.mapped_results("execute")
+    assert [r["instant"] for r in executed] == plans and not any(r["already_committed"] for r in executed)
+    assert all(r["operations"] == 1 and r["rows_written"] > 0 for r in executed)
+    table = HudiTable(str(path))
+    assert not list(table.timeline.pending_compactions())
+    assert {f"{p}.commit" for p in plans} <= _hoodie_files(path)
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+    assert_same_rows(read_snapshot_table(table), before, ignore=REWRITTEN_BY_SERVICES)
+
+    again = airflow.dags_test("hudi_compaction", path)  # nothing to schedule, nothing pending: no mapped task
+    _ok(again)
+    assert again.result("schedule") is None and again.result("list_pending") == []
+    assert ("execute", 0) not in again.tasks
+
+
+def test_deferrable_sensor_fires_when_a_plan_appears_and_its_plan_is_committed(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    path, _ = _mor_table(tmp_path)
+    before = hudi_rs_snapshot(path)
+    log = tmp_path / "dags-test.log"
+    proc = airflow.start("hudi_compaction_on_new_plans", path, log)
+    try:
+        deadline = time.monotonic() + 120
+        while "running trigger in line" not in log.read_text():
+            assert proc.poll() is None, f"the DAG ended before its sensor deferred:\n{log.read_text()[-6000:]}"
+            assert time.monotonic() < deadline, f"the sensor did not defer:\n{log.read_text()[-6000:]}"
+            time.sleep(0.5)
+        time.sleep(1)  # the trigger has checked the plan-less table at least once
+        plan = schedule_compaction(HudiTable(str(path)), force=True)
+        assert plan.scheduled
+    finally:
+        run = airflow.finish("hudi_compaction_on_new_plans", proc, log)
+
+    _ok(run)
+    assert run.result("wait_for_plans") == [str(plan.instant)]
+    assert [r["instant"] for r in run.mapped_results("execute")] == [str(plan.instant)]
+    assert f"{plan.instant}.commit" in _hoodie_files(path)
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def test_clean_dag_cleans_old_file_slices_and_leaves_a_completed_clean(airflow: AirflowRunner, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    opts = _opts(TableType.COPY_ON_WRITE)
+    base = generate_trips(60, partitions=2, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    for i in range(4):
+        write_table(
+            str(path),
+            generate_updates(base, fraction=0.5, seed=i, ts_offset=(i + 1) * 10**6),
+            operation="upsert",
+            options=opts,
+        )
+    before = hudi_rs_snapshot(path)
+    parquet_before = {p.name for p in path.rglob("*.parquet")}
+
+    run = airflow.dags_test("hudi_clean", path)
+
+    _ok(run)
+    result = run.result("clean")
+    assert len(result["instants"]) == 1 and result["deleted"] > 0 and result["failed"] == 0
+    (instant,) = result["instants"]
+    assert {f"{instant}.clean.requested", f"{instant}.clean.inflight", f"{instant}.clean"} <= _hoodie_files(path)
+    gone = parquet_before - {p.name for p in path.rglob("*.parquet")}
+    assert len(gone) == result["deleted"] == result["file_count"]
+    assert gone == {f for files in result["files"].values() for f in files}
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_archive_dag_moves_old_instants_to_the_archived_timeline(airflow: AirflowRunner, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    opts = _opts(TableType.COPY_ON_WRITE)
+    base = generate_trips(40, partitions=2, seed=1)
+    write_table(str(path), base, operation="bulk_insert", options=opts)
+    for i in range(5):
+        write_table(
+            str(path),
+            generate_updates(base, fraction=0.1, seed=i, ts_offset=(i + 1) * 10**6),
+            operation="upsert",
+            options=opts,
+        )
+    times = sorted(n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".commit"))
+    before = hudi_rs_snapshot(path)
+
+    run = airflow.dags_test("hudi_archive", path)
+
+    _ok(run)
+    archived = run.result("archive")["archive"]
+    assert len(times) == 6  # > keep.max 3: archive down to keep.min 2
+    kept = sorted(n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".commit"))
+    assert kept == times[4:]
+    assert not {n for n in _hoodie_files(path) if n.split(".")[0] in times[:4]}
+    entries = ArchivedTimeline.load(HudiTable(str(path)).storage)
+    assert sorted({str(e.instant.time) for e in entries}) == times[:4]
+    assert archived["archived_instants"] and run.result("archive")["merge"] is not None
+    assert_same_rows(hudi_rs_snapshot(path), before)
