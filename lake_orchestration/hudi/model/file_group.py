@@ -19,7 +19,6 @@ BASE_FILE_EXTENSIONS = (".parquet", ".orc", ".hfile")
 BASE_FILE_GRAMMAR = "<fileId>_<writeToken>_<instant>.parquet"
 LOG_FILE_GRAMMAR = ".<fileId>_<baseInstant>.log.<version>_<writeToken>"
 UNKNOWN_WRITE_TOKEN = "1-0-1"
-DEFAULT_WRITE_TOKEN = "0-0-0"
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
 
 
@@ -166,9 +165,6 @@ class FileSlice:
     @property
     def is_empty(self) -> bool:
         return self.base_file is None and not self.log_files
-
-    def with_log_files(self, logs: tuple[LogFile, ...]) -> FileSlice:
-        return FileSlice(self.file_group_id, self.base_instant, self.base_file, logs)
 
 
 @dataclass(frozen=True)

@@ -120,10 +120,6 @@ def _type(t: Any, named: dict[str, Any], ns: str) -> pa.DataType:
     raise SchemaError(f"Unsupported Avro type {json.dumps(t)[:120]}")
 
 
-def field_names(schema: dict[str, Any]) -> list[str]:
-    return [f["name"] for f in schema["fields"]]
-
-
 AVRO_NAMESPACE_PREFIX = "hoodie"
 """Avro namespace of a table's record schema: ``hoodie.<table>`` (``AvroConversionUtils``), not a config key."""
 

@@ -135,9 +135,6 @@ class Timeline:
     def after(self, time: str) -> Timeline:
         return self.filter(lambda i: i.time > time)
 
-    def before_or_on(self, time: str) -> Timeline:
-        return self.filter(lambda i: i.time <= time)
-
     def latest_completed_commit_time(self) -> InstantTime | None:
         last = self.completed_commits().last
         return last.time if last else None

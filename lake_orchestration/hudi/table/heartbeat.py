@@ -63,7 +63,7 @@ class AttemptLiveness:
         """``heartbeat <time>, expires <time>`` (UTC) of the evidence."""
         if self.last_ms is None:
             return "no heartbeat"
-        return f"{self.evidence} {_utc(self.last_ms)}, expires {_utc(self.last_ms + self.expiry_ms)}"
+        return f"{self.evidence} {_utc(self.last_ms)}, expires {_utc(self.expires_ms)}"
 
 
 def attempt_liveness(

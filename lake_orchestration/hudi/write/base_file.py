@@ -184,7 +184,6 @@ class BaseFileWriter:
         self._buffered_bytes = 0
         self._written_rows = 0
         self._row_bytes = row_bytes_hint if row_bytes_hint and row_bytes_hint > 0 else None
-        self._row_groups = 0
         self._sink = storage.open_output_stream(self.path)
         self._start = self._tell()
         # _hoodie_file_name is one value per file: buffered and written as a dictionary array (same Parquet column,
@@ -223,11 +222,6 @@ class BaseFileWriter:
             "use_compliant_nested_type": True,
             "store_schema": False,
         }
-
-    @property
-    def row_groups(self) -> int:
-        """Row groups written so far."""
-        return self._row_groups
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
         """Append rows (user columns, plus meta columns when preserved)."""
@@ -299,7 +293,6 @@ class BaseFileWriter:
         data = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
         group, rest = data.slice(0, rows), data.slice(rows)
         self._writer.write_table(group, row_group_size=max(1, group.num_rows))
-        self._row_groups += 1
         self._written_rows += group.num_rows
         self._buffer = [rest] if rest.num_rows else []
         self._buffered_rows = rest.num_rows

@@ -82,9 +82,6 @@ class FileGroupWriteContext:
     unique_columns: tuple[str, ...] = ()
     """Data columns unique by construction (a single record key field): written without a dictionary."""
     max_rows_per_file: int = 1_000_000
-    partition_depth: int = 0
-    """Unused: ``.hoodie_partition_metadata`` takes the depth from the partition path (see
-    :func:`partition_path_depth`)."""
 
 
 def partition_path_depth(partition: str) -> int:

@@ -537,7 +537,6 @@ def _tasks(
         # a single key field is unique like _hoodie_record_key: no dictionary (parquet-mr would fall back anyway)
         unique_columns=tuple(cfg.record_key_fields) if len(cfg.record_key_fields) == 1 else (),
         max_rows_per_file=options.max_rows_per_file,
-        partition_depth=len(cfg.partition_fields),
     )
     out = []
     for n, ((p, fid), recs) in enumerate(groups.items()):

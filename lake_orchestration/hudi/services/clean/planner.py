@@ -192,14 +192,6 @@ def _previous_clean(table: HudiTable) -> tuple[CleanMetadata | None, CleanerPlan
     return md, plan
 
 
-def partitions_to_clean(
-    table: HudiTable, cfg: CleanConfig, ectr: Instant | None, savepoints: tuple[str, ...]
-) -> tuple[list[str], bool]:
-    """Partitions to scan and whether the incremental mode chose them."""
-    listing, incremental = partition_listing_to_clean(table, cfg, ectr, savepoints)
-    return sorted(listing), incremental
-
-
 def partition_listing_to_clean(
     table: HudiTable, cfg: CleanConfig, ectr: Instant | None, savepoints: tuple[str, ...]
 ) -> tuple[dict[str, list[FileInfo]], bool]:
