@@ -165,7 +165,9 @@ def test_deferrable_sensor_fires_when_a_plan_appears_and_its_plan_is_committed(
             assert proc.poll() is None, f"the DAG ended before its sensor deferred:\n{log.read_text()[-6000:]}"
             assert time.monotonic() < deadline, f"the sensor did not defer:\n{log.read_text()[-6000:]}"
             time.sleep(0.5)
-        time.sleep(1)  # the trigger has checked the plan-less table at least once
+        while "No pending compaction plan on" not in log.read_text():  # the trigger checked the plan-less table
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-6000:]
+            time.sleep(0.2)
         plan = schedule_compaction(HudiTable(str(path)), force=True)
         assert plan.scheduled
     finally:
@@ -233,3 +235,95 @@ def test_archive_dag_moves_old_instants_to_the_archived_timeline(airflow: Airflo
     assert sorted({str(e.instant.time) for e in entries}) == times[:4]
     assert archived["archived_instants"] and run.result("archive")["merge"] is not None
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_rollback_dag_sensor_finds_the_failed_write_and_rollback_removes_it(
+    airflow: AirflowRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = _mor_table(tmp_path)
+    before = hudi_rs_snapshot(path)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("killed before the commit")
+
+    monkeypatch.setattr(HudiTable, "transition_to_completed", crash)
+    upd = generate_updates(generate_trips(200, partitions=2, seed=1), fraction=0.5, seed=7, ts_offset=10**9)
+    with pytest.raises(RuntimeError, match="killed before the commit"):
+        write_table(str(path), upd, operation="upsert", options=_opts())
+    monkeypatch.undo()
+    (failed,) = list(HudiTable(str(path)).timeline.pending())
+    time.sleep(0.5)  # its heartbeat (left behind by the failed writer) expires at 2 x 200 ms
+
+    run = airflow.dags_test("hudi_rollback_stale", path, {"hoodie.client.heartbeat.interval_in_ms": "200"})
+
+    _ok(run)
+    (stale,) = run.result("wait_for_stale_writes")
+    assert (stale["instant"], stale["action"]) == (str(failed.time), "deltacommit")
+    (rolled,) = run.result("rollback")
+    assert rolled["instant"] == str(failed.time) and rolled["rollback_instant"]
+    assert f"{rolled['rollback_instant']}.rollback" in _hoodie_files(path)
+    assert not [n for n in _hoodie_files(path) if n.startswith(str(failed.time))]
+    assert not list(HudiTable(str(path)).timeline.pending())
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+_COMMIT_TRIGGER = """
+import asyncio, json, sys, threading
+from lake_orchestration.airflow.triggers import HudiCommitTrigger
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.write import WriteOptions, write_table
+
+path = sys.argv[1]
+opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
+                    hive_style_partitioning=True, small_file_limit=0)
+
+def writes():
+    base = generate_trips(200, partitions=2, seed=1)
+    for n in range(2):
+        upd = generate_updates(base, fraction=0.2, seed=10 + n, ts_offset=(n + 5) * 10**8)
+        write_table(path, upd, operation="upsert", options=opts)
+
+async def main():
+    trigger = HudiCommitTrigger(hudi_conn_id="hudi_default", base_path=path, poll_interval=0.1)
+    events = trigger.run()
+    first = asyncio.ensure_future(events.__anext__())
+    await asyncio.sleep(1.0)  # the trigger has its baseline
+    await asyncio.to_thread(writes)
+    got = [(await asyncio.wait_for(first, 30)).payload]
+    got.append((await asyncio.wait_for(events.__anext__(), 30)).payload)
+    print(json.dumps({"events": got, "serialized": trigger.serialize()}))
+
+asyncio.run(main())
+"""
+
+
+def test_commit_trigger_fires_once_per_commit_completed_after_it_started(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    import subprocess
+
+    path, _ = _mor_table(tmp_path)
+    baseline = sorted(n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".deltacommit"))
+    proc = subprocess.run(
+        [str(airflow.python), "-c", _COMMIT_TRIGGER, str(path)],
+        env=airflow.env(path),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=airflow.home,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    new = sorted(
+        n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".deltacommit") and n.split(".")[0] not in baseline
+    )
+    assert len(new) == 2
+    assert got["events"] == [{"base_path": str(path), "instant": t, "action": "deltacommit"} for t in new]
+    classpath, kwargs = got["serialized"]
+    assert classpath == "lake_orchestration.airflow.triggers.HudiCommitTrigger"
+    assert kwargs == {
+        "hudi_conn_id": "hudi_default",
+        "base_path": str(path),
+        "poll_interval": 0.1,
+        "after_instant": None,
+    }
