@@ -210,10 +210,11 @@ class HudiCleanOperator(HudiEngineOperator):
     ``CleanResult`` JSON (instants, earliest commit to retain, files, deleted, failed, reason, ...).
 
     Args:
-        dry_run: only report what would be deleted.
+        dry_run: only report what would be deleted. Clean deletes files, so it is a dry run unless the DAG says
+            ``dry_run=False`` (as the Dagster clean job is unless the table says otherwise).
     """
 
-    def __init__(self, *, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, dry_run: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.dry_run = dry_run
 
@@ -242,10 +243,11 @@ class HudiArchiveOperator(HudiTableOperator):
 
     Args:
         merge: run the merge step after archiving.
-        dry_run: only report what would be archived and merged.
+        dry_run: only report what would be archived and merged; archive deletes active instant files, so it is a
+            dry run unless the DAG says ``dry_run=False``.
     """
 
-    def __init__(self, *, merge: bool = True, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, merge: bool = True, dry_run: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.merge = merge
         self.dry_run = dry_run

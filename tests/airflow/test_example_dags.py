@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pytest
@@ -66,6 +67,12 @@ def _json_out(stdout: str) -> object:
     return json.loads(lines[-1]) if lines else []
 
 
+def _result(stdout: str) -> Any:
+    """The JSON a driver script printed after ``RESULT`` (Airflow and py4j log to stdout too)."""
+    (line,) = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+    return json.loads(line.removeprefix("RESULT "))
+
+
 def _ok(run: DagRunResult) -> None:
     assert run.state == "success" and all(s in ("success", "skipped") for s in run.tasks.values()), (
         f"{run.dag_id}: run {run.state}, tasks {run.tasks}\n{run.output[-8000:]}"
@@ -84,7 +91,8 @@ schema = json.loads(importlib.resources.files("airflow").joinpath("provider_info
 jsonschema.validate(info, schema)
 pm = ProvidersManager()
 hook = pm.hooks["hudi"]
-print(json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook.hook_class_name if hook else None}))
+hook_class = hook.hook_class_name if hook else None
+print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook_class}))
 """
     proc = airflow.cli("--help")  # the CLI starts with the provider installed
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -98,7 +106,7 @@ print(json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook.
         cwd=airflow.home,
     )
     assert out.returncode == 0, out.stderr[-4000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = _result(out.stdout)
     assert got["info"]["package-name"] == "lake-orchestration" in got["providers"]
     assert got["hook"] == "lake_orchestration.airflow.hooks.HudiTableHook"
 
@@ -291,7 +299,7 @@ async def main():
     await asyncio.to_thread(writes)
     got = [(await asyncio.wait_for(first, 30)).payload]
     got.append((await asyncio.wait_for(events.__anext__(), 30)).payload)
-    print(json.dumps({"events": got, "serialized": trigger.serialize()}))
+    print("RESULT", json.dumps({"events": got, "serialized": trigger.serialize()}))
 
 asyncio.run(main())
 """
@@ -313,7 +321,7 @@ def test_commit_trigger_fires_once_per_commit_completed_after_it_started(
         cwd=airflow.home,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = _result(proc.stdout)
     new = sorted(
         n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".deltacommit") and n.split(".")[0] not in baseline
     )
@@ -327,3 +335,95 @@ def test_commit_trigger_fires_once_per_commit_completed_after_it_started(
         "poll_interval": 0.1,
         "after_instant": None,
     }
+
+
+_HOOK = """
+import json
+from airflow.sdk import Connection
+from lake_orchestration.airflow.hooks import HudiTableHook, location_from_connection
+from lake_orchestration.errors import InvalidOptionError
+
+extra = {"storage_options": {"region": "eu-west-1"}, "session_token": "token-123", "hoodie_options": {"k": 5}}
+conn = Connection(conn_id="lake", conn_type="hudi", host="s3://bucket/t", login="AKIAKEY", password="secret-key",
+                  extra=json.dumps(extra))
+loc = location_from_connection(conn)
+over = location_from_connection(conn, base_path="s3://bucket/other")
+errors = []
+for bad in (Connection(conn_id="nopath", conn_type="hudi"),
+            Connection(conn_id="badextra", conn_type="hudi", host="/t", extra=json.dumps({"storage_options": [1]}))):
+    try:
+        location_from_connection(bad)
+    except InvalidOptionError as err:
+        errors.append(str(err))
+print("RESULT", json.dumps({
+    "base_path": loc.base_path, "storage": loc.storage_options, "hoodie": loc.hoodie_options,
+    "merged": loc.service_options({"k": "6", "j": 1}), "repr": repr(loc), "override": over.base_path,
+    "errors": errors, "env_conn": HudiTableHook("hudi_default").get_conn().base_path,
+}))
+"""
+
+
+def test_hook_location_secrets_only_in_storage_options_operator_path_and_options_win(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    import subprocess
+
+    proc = subprocess.run(
+        [str(airflow.python), "-c", _HOOK],
+        env={**airflow.env(tmp_path), "AIRFLOW_CONN_HUDI_DEFAULT": '{"conn_type": "hudi", "host": "/data/trips"}'},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=airflow.home,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = _result(proc.stdout)
+    assert got["base_path"] == "s3://bucket/t" and got["override"] == "s3://bucket/other"
+    assert got["storage"] == {
+        "region": "eu-west-1",
+        "access_key": "AKIAKEY",
+        "secret_key": "secret-key",
+        "session_token": "token-123",
+    }
+    assert got["hoodie"] == {"k": "5"} and got["merged"] == {"k": "6", "j": "1"}
+    assert "secret-key" not in got["repr"] and "AKIAKEY" not in got["repr"]
+    assert got["errors"][0].startswith("Airflow connection 'nopath': no table base path")
+    assert "'badextra': extra 'storage_options' is list [1]" in got["errors"][1]
+    assert got["env_conn"] == "/data/trips"
+
+
+_SPARK_EXECUTE = """
+import json, sys
+from lake_orchestration.airflow.operators import HudiExecuteCompactionOperator
+
+op = HudiExecuteCompactionOperator(task_id="execute", instant=sys.argv[2], base_path=sys.argv[1], engine="spark",
+                                   spark_master="local[2]")
+first = op.execute({})
+print("RESULT", json.dumps({"first": first, "again": op.execute({})}))
+"""
+
+
+@pytest.mark.spark
+def test_execute_operator_on_spark_commits_the_plan_and_a_rerun_is_a_no_op(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    import subprocess
+
+    path, _ = _mor_table(tmp_path)
+    plan = schedule_compaction(HudiTable(str(path)), force=True)
+    before = hudi_rs_snapshot(path)
+    proc = subprocess.run(
+        [str(airflow.python), "-c", _SPARK_EXECUTE, str(path), str(plan.instant)],
+        env=airflow.env(path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=airflow.home,
+    )
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    got = _result(proc.stdout)
+    assert got["first"]["instant"] == str(plan.instant) and got["first"]["operations"] == 2
+    assert got["first"]["already_committed"] is False
+    assert got["again"] == {"instant": str(plan.instant), "already_committed": True}
+    assert f"{plan.instant}.commit" in _hoodie_files(path)
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)

@@ -19,6 +19,7 @@ with DAG(
 ):
     HudiArchiveOperator(
         task_id="archive",
+        dry_run=False,  # a destructive service runs for real only when the DAG says so
         base_path=TABLE_PATH,
         merge=True,
         options={

@@ -19,6 +19,7 @@ with DAG(
 ):
     HudiCleanOperator(
         task_id="clean",
+        dry_run=False,  # a destructive service runs for real only when the DAG says so
         base_path=TABLE_PATH,
         options={HoodieKey.CLEANER_POLICY.key: "KEEP_LATEST_COMMITS", HoodieKey.CLEANER_COMMITS_RETAINED.key: "2"},
     )
