@@ -167,7 +167,7 @@ class HudiStaleInflightTrigger(_TableTrigger):
             yield TriggerEvent({"status": "error", "message": f"{type(err).__name__}: {err}"})
 
 
-class HudiCommitTrigger(BaseEventTrigger, _TableTrigger):
+class HudiCommitTrigger(_TableTrigger, BaseEventTrigger):
     """An event per new completed commit (``commit``, ``deltacommit``, ``replacecommit``) of the table:
     ``{"base_path", "instant", "action"}``. For ``AssetWatcher(name=..., trigger=HudiCommitTrigger(...))``.
 
@@ -185,7 +185,8 @@ class HudiCommitTrigger(BaseEventTrigger, _TableTrigger):
         poll_interval: float = 60.0,
         after_instant: str | None = None,
     ) -> None:
-        _TableTrigger.__init__(self, hudi_conn_id=hudi_conn_id, base_path=base_path, poll_interval=poll_interval)
+        # MRO: _TableTrigger -> BaseEventTrigger (the triggerer's asset_state_store) -> BaseTrigger
+        super().__init__(hudi_conn_id=hudi_conn_id, base_path=base_path, poll_interval=poll_interval)
         self.after_instant = after_instant
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
