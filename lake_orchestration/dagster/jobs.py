@@ -216,7 +216,9 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     from lake_orchestration.hudi.services.clean import (
         commit_clean,
         execute_clean_plan,
+        failed_deletes,
         pending_cleans,
+        planned_file_names,
         read_plan,
         schedule_clean,
     )
@@ -235,20 +237,14 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
             table.ensure_metadata_table_handled(clean.metadata_options(), service="clean", dry_run=dry)
             files: dict[str, dict[str, list[str]]] = {}
             for pending in pending_cleans(table, dry_run=dry, refresh=False):
-                plan = read_plan(table, str(pending.time))
-                files[str(pending.time)] = {
-                    p: [(i.file_path or "").rsplit("/", 1)[-1] for i in infos]
-                    for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
-                }
+                files[str(pending.time)] = planned_file_names(read_plan(table, str(pending.time)))
             ectr: str | None = None
             if files:
                 reason = f"finishing {len(files)} pending clean(s); the next run plans a new one"
             else:
                 inst, planning, reason = schedule_clean(table, clean, dry_run=dry)
                 if planning is not None and planning.file_count:
-                    files[str(inst.time) if inst is not None else "(new)"] = {
-                        p: [f.rsplit("/", 1)[-1] for f in v] for p, v in planning.files.items()
-                    }
+                    files[str(inst.time) if inst is not None else "(new)"] = planned_file_names(planning.plan)
                 if planning is not None and planning.earliest_commit_to_retain is not None:
                     ectr = str(planning.earliest_commit_to_retain.time)
         planned = PlannedClean(
@@ -306,7 +302,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
                 step.instant = execution.instant
                 md = commit_clean(table, execution, config=clean)
                 deleted += md.total_files_deleted
-                failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+                failed += failed_deletes(md)
             step.instant = None
             temp_files = remove_stale_temp_files(
                 table,

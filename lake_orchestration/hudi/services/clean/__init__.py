@@ -11,11 +11,13 @@ from lake_orchestration.hudi.services.clean.executor import (
     CleanExecution,
     execute_clean_plan,
     execute_clean_plan_beating,
+    failed_deletes,
 )
 from lake_orchestration.hudi.services.clean.planner import (
     CleanPlanning,
     earliest_commit_to_retain,
     plan_clean,
+    planned_file_names,
     read_plan,
     schedule_clean,
 )
@@ -34,8 +36,10 @@ __all__ = [
     "execute_clean",
     "execute_clean_plan",
     "execute_clean_plan_beating",
+    "failed_deletes",
     "pending_cleans",
     "plan_clean",
+    "planned_file_names",
     "read_plan",
     "run_clean",
     "schedule_clean",

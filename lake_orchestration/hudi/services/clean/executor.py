@@ -22,6 +22,7 @@ from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, Clean
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.clean.config import CleanConfig
+from lake_orchestration.hudi.services.clean.planner import planned_file_names
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.lock import table_lock
@@ -133,17 +134,16 @@ def clean_metadata(
     failed: dict[str, list[str]] = defaultdict(list)
     for r in results:
         (ok if r.deleted else failed)[r.partition].append(r.name)
-    planned = plan.file_paths_to_be_deleted_per_partition or {}
     parts = {
         p: CleanPartitionMetadata(
             partition_path=p,
             policy=plan.policy,
-            delete_path_patterns=tuple((i.file_path or "").rsplit("/", 1)[-1] for i in infos),
+            delete_path_patterns=tuple(names),
             success_delete_files=tuple(sorted(ok.get(p, ()))),
             failed_delete_files=tuple(sorted(failed.get(p, ()))),
             is_partition_deleted=p in (plan.partitions_to_be_deleted or ()),
         )
-        for p, infos in sorted(planned.items())
+        for p, names in sorted(planned_file_names(plan).items())
     }
     ectr = plan.earliest_instant_to_retain
     return CleanMetadata(
@@ -180,11 +180,16 @@ class CleanExecution:
     @property
     def failed(self) -> int:
         """Files that could not be deleted."""
-        return sum(len(pm.failed_delete_files) for pm in self.metadata.partition_metadata.values())
+        return failed_deletes(self.metadata)
 
     def to_json_obj(self) -> dict[str, Any]:
         """The execution as JSON (e.g. the metadata of a Dagster clean-execute step); the attempt token stays out."""
         return {"instant": self.instant, "deleted": self.deleted, "failed": self.failed}
+
+
+def failed_deletes(metadata: CleanMetadata) -> int:
+    """Files a clean could not delete (its metadata's ``failedDeleteFiles``)."""
+    return sum(len(pm.failed_delete_files) for pm in metadata.partition_metadata.values())
 
 
 def execute_clean_plan(

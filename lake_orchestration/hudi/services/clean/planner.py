@@ -359,6 +359,14 @@ def compute_plan(table: HudiTable, cfg: CleanConfig, *, now: pendulum.DateTime |
     )
 
 
+def planned_file_names(plan: CleanerPlan) -> dict[str, list[str]]:
+    """Partition -> names of the files a cleaner plan deletes (what a clean run reports)."""
+    return {
+        p: [(i.file_path or "").rsplit("/", 1)[-1] for i in infos]
+        for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
+    }
+
+
 def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
     """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
     return table.read_model(Instant(InstantTime(instant_time), Action.CLEAN, State.REQUESTED), CleanerPlan)

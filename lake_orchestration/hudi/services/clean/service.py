@@ -19,8 +19,8 @@ from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.avro import CleanMetadata
 from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
-from lake_orchestration.hudi.services.clean.executor import execute_clean_plan_beating
-from lake_orchestration.hudi.services.clean.planner import read_plan, schedule_clean
+from lake_orchestration.hudi.services.clean.executor import execute_clean_plan_beating, failed_deletes
+from lake_orchestration.hudi.services.clean.planner import planned_file_names, read_plan, schedule_clean
 from lake_orchestration.hudi.services.clean.rollback import pending_cleans
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
@@ -93,10 +93,6 @@ def execute_clean(
         raise
 
 
-def _names(files: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    return {p: [f.rsplit("/", 1)[-1] for f in v] for p, v in files.items()}
-
-
 def run_clean(
     table: HudiTable,
     config: CleanConfig | None = None,
@@ -134,20 +130,13 @@ def run_clean(
             files.setdefault(p, []).extend(names)
         if not dry_run:
             deleted += md.total_files_deleted
-            failed += sum(len(pm.failed_delete_files) for pm in md.partition_metadata.values())
+            failed += failed_deletes(md)
 
     for pending in pending_cleans(table, dry_run=dry_run, refresh=False):
-        plan = read_plan(table, str(pending.time))
-        take(
-            str(pending.time),
-            {
-                p: [(i.file_path or "").rsplit("/", 1)[-1] for i in infos]
-                for p, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items()
-            },
-        )
+        take(str(pending.time), planned_file_names(read_plan(table, str(pending.time))))
     inst, planning, reason = schedule_clean(table, cfg, now=now, dry_run=dry_run)
     if planning is not None and planning.file_count:
-        take(str(inst.time) if inst is not None else "(new)", _names(planning.files))
+        take(str(inst.time) if inst is not None else "(new)", planned_file_names(planning.plan))
     temp_files = remove_stale_temp_files(
         table, older_than_ms=temp_file_expiry_ms(heartbeat=cfg.heartbeat, lock=cfg.lock), lock=cfg.lock, dry_run=dry_run
     )
