@@ -46,8 +46,10 @@ def commit_clean(
     beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
     try:
         with table_lock(table, operation=f"clean commit {instant}", config=cfg.lock):
-            done = table.refresh().timeline.get(instant, Action.CLEAN)
-            if done is None or not done.is_completed:
+            # one existence check of the completed file instead of a listing of .hoodie/ (object stores: a HEAD)
+            completed = Instant(InstantTime(instant), Action.CLEAN, State.COMPLETED)
+            done = completed if table.storage.exists(table.instant_path(completed)) else None
+            if done is None:
                 if beat.lost or not beat.is_ours():
                     raise InvalidInstantStateError(
                         table.base_uri,
@@ -61,6 +63,6 @@ def commit_clean(
         beat.stop(delete=False)  # kept: a retried commit of this execution is still this attempt's
         raise
     beat.stop(delete=True)  # only if still this attempt's
-    if done is not None and done.is_completed:  # committed by an earlier try whose answer was lost: a no-op
+    if done is not None:  # committed by an earlier try whose answer was lost: a no-op
         return table.read_model(done, CleanMetadata)
     return execution.metadata
