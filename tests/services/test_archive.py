@@ -19,8 +19,8 @@ from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, Savep
 from lake_orchestration.hudi.model.instant import INSTANT_FORMAT
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import archive, merge_archive_files, run_archive
-from lake_orchestration.hudi.services.archive.executor import archive_records
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+from lake_orchestration.hudi.services.archive.executor import archive_records
 from lake_orchestration.hudi.services.archive.planner import raw_instants
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
