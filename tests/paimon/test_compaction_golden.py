@@ -8,9 +8,9 @@ counts and levels, the same commit kind, identifier and record counts; a rewritt
 parquet layout and its metadata (keys, statistics, sequence numbers) equals Java's.
 
 Known difference: Java also rebuilds the tables' global indexes (full-text, btree, vector) when it rewrites a file
-and writes a new index manifest; this compaction carries the previous index manifest over. For the vector table
-Java rewrites the single level-0 file it moves to the max level (to index it) where ``MergeTreeCompactTask`` alone
-upgrades it; that snapshot is left out here.
+and writes a new index manifest; this compaction carries the previous index manifest over. On the vector table the
+level-0 file moved to the max level is rewritten, not upgraded, as Java does (a vector index is built only from
+compacted files above level 0).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ CASES = [
     ("test_pk_global_index_golden", 2),
     ("test_pk_global_index_golden", 4),  # rewrite
     ("test_pk_global_index_golden", 6),
+    ("test_pk_vector_golden", 2),  # rewrite of the single level-0 file moved to level 5 (vector index source)
 ]
 
 

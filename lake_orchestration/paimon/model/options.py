@@ -149,6 +149,12 @@ SEQUENCE_FIELD: ConfigOption[str] = ConfigOption(
 WRITE_ONLY: ConfigOption[bool] = ConfigOption(
     "write-only", False, "Writers skip compaction (a dedicated compaction job does it).", parse_bool
 )
+PK_VECTOR_INDEX_COLUMNS: ConfigOption[str] = ConfigOption(
+    "pk-vector.index.columns",
+    None,
+    "Columns of a primary-key vector (ANN) index, comma-separated; built from compacted files above level 0.",
+    str.strip,
+)
 
 #: Every option of the registry, by key.
 OPTIONS: dict[str, ConfigOption[Any]] = {
@@ -170,6 +176,7 @@ OPTIONS: dict[str, ConfigOption[Any]] = {
         MANIFEST_COMPRESSION,
         SEQUENCE_FIELD,
         WRITE_ONLY,
+        PK_VECTOR_INDEX_COLUMNS,
     )
 }
 
@@ -268,6 +275,12 @@ class CoreOptions:
     def deletion_vectors_enabled(self) -> bool:
         """``deletion-vectors.enabled``."""
         return self._required(DELETION_VECTORS_ENABLED)
+
+    @property
+    def primary_key_vector_index_columns(self) -> tuple[str, ...]:
+        """``pk-vector.index.columns`` as a tuple (empty when unset)."""
+        value = self.get(PK_VECTOR_INDEX_COLUMNS) or ""
+        return tuple(c.strip() for c in value.split(",") if c.strip())
 
     @property
     def changelog_producer(self) -> ChangelogProducer:

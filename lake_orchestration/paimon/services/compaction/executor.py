@@ -44,7 +44,7 @@ from lake_orchestration.io.storage import Storage
 from lake_orchestration.paimon.model.avro import decode_record, encode_record
 from lake_orchestration.paimon.model.binary_row import BinaryRow
 from lake_orchestration.paimon.model.manifest import DATA_FILE_META_SCHEMA, DataFileMeta, FileSource, SimpleStats
-from lake_orchestration.paimon.model.options import CoreOptions
+from lake_orchestration.paimon.model.options import SEQUENCE_FIELD, CoreOptions, MergeEngine
 from lake_orchestration.paimon.model.schema import DataType, TableSchema
 from lake_orchestration.paimon.services.compaction.merge import (
     KEY_PREFIX,
@@ -53,7 +53,7 @@ from lake_orchestration.paimon.services.compaction.merge import (
     VALUE_KIND,
     merge_rows,
 )
-from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, PaimonCompactionPlan
+from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, PaimonCompactionPlan, needs_lookup
 from lake_orchestration.paimon.table import PaimonTable
 
 KEY_FIELD_ID_START = 2**31 // 2 - 1
@@ -241,8 +241,12 @@ def compact_steps(
     key_order: KeyOrder,
     min_file_size: int,
     has_retractions: Callable[[DataFileMeta], bool],
+    upgrade_rewrites: Callable[[DataFileMeta], bool] = lambda _: False,
 ) -> list[Upgrade | Rewrite]:
-    """Java ``MergeTreeCompactTask.doCompact`` as a list of upgrades and rewrites (no I/O but ``has_retractions``)."""
+    """Java ``MergeTreeCompactTask.doCompact`` as a list of upgrades and rewrites (no I/O but ``has_retractions``).
+
+    ``upgrade_rewrites`` is the rewriter's side of an upgrade (Java ``CompactRewriter.upgrade``): True when the
+    rewriter rewrites the file instead of moving it (see :func:`upgrade_rewrites`)."""
     steps: list[Upgrade | Rewrite] = []
     output_level, max_level = compaction.output_level, compaction.max_level
     candidate: list[list[list[DataFileMeta]]] = []
@@ -251,7 +255,7 @@ def compact_steps(
         if file.level == output_level:
             return
         if output_level != max_level or not has_retractions(file):
-            steps.append(Upgrade(file))
+            steps.append(Rewrite((file,)) if upgrade_rewrites(file) else Upgrade(file))
         else:
             # files with delete records should not be upgraded directly to max level
             steps.append(Rewrite((file,)))
@@ -285,6 +289,39 @@ def compact_steps(
                 upgrade(file)
     rewrite()
     return steps
+
+
+def upgrade_rewrites(
+    file: DataFileMeta,
+    *,
+    options: CoreOptions,
+    output_level: int,
+    max_level: int,
+    has_retractions: Callable[[DataFileMeta], bool],
+) -> bool:
+    """True when Java's rewriter rewrites ``file`` where ``MergeTreeCompactTask`` asks it to upgrade the file.
+
+    - A table with a primary-key vector index (``pk-vector.index.columns``): the ANN index is built only from
+      compacted files above level 0 (Java ``PrimaryKeyIndexSourcePolicy``: ``_FILE_SOURCE`` COMPACT and level > 0;
+      append files "must not be primary-key vector index sources"), so a file that is not a compaction output is
+      rewritten when it moves above level 0. The Java-written golden vector table shows it: its single level-0
+      APPEND file moved to the max level is rewritten, where the btree/bitmap and full-text tables upgrade theirs.
+    - Tables that need lookup (deletion vectors, ``merge-engine=first-row``): Java's
+      ``LookupMergeTreeCompactRewriter.upgradeStrategy``. A file above level 0 is upgraded. A level-0 file is
+      rewritten when deletion vectors are on and it has retractions (``deleteRowCount`` absent or > 0; a 0 is
+      checked against the data, see :func:`compact_bucket`); upgraded when the output is the max level, or the
+      merge engine is ``deduplicate`` without ``sequence.field``; rewritten otherwise (the lookup merge of other
+      engines may change the rows).
+    """
+    if options.primary_key_vector_index_columns and output_level > 0 and file.file_source is not FileSource.COMPACT:
+        return True
+    if not needs_lookup(options) or file.level != 0:
+        return False
+    if options.deletion_vectors_enabled and has_retractions(file):
+        return True
+    if output_level == max_level:
+        return False
+    return not (options.merge_engine is MergeEngine.DEDUPLICATE and options.get(SEQUENCE_FIELD) is None)
 
 
 # -- reading and writing data files ----------------------------------------------------------------------------
@@ -455,9 +492,18 @@ class _RollingWriter:
         options = dict(schema.options)
         keys = list(schema.trimmed_primary_keys)
         key_stats, _ = _column_stats(data, [f"{KEY_PREFIX}{k}" for k in keys], keys, schema.key_types, options)
-        names = [f.name for f in schema.fields]
-        value_types = tuple(f.type for f in schema.fields)
-        value_stats, has_value_stats = _column_stats(data, names, names, value_types, options)
+        fields = list(schema.fields)
+        # dense statistics (``metadata.stats-dense-store``, default true): columns without statistics (mode none,
+        # and VECTOR columns, which Java collects none for) are left out and the others named in valueStatsCols
+        with_stats = [f for f in fields if f.type.root != "VECTOR" and _stats_mode(options, f.name)[0] != "none"]
+        dense = options.get("metadata.stats-dense-store", "true").strip().lower() == "true"
+        stats_fields = with_stats if dense and len(with_stats) < len(fields) else fields
+        names = [f.name for f in stats_fields]
+        value_stats, has_value_stats = _column_stats(data, names, names, tuple(f.type for f in stats_fields), options)
+        if not has_value_stats:
+            stats_cols: tuple[str, ...] | None = ()
+        else:
+            stats_cols = None if stats_fields is fields else tuple(names)
         seqs = pc.min_max(data.column(SEQUENCE_NUMBER))
         deletes = pc.sum(pc.is_in(data.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))).as_py() or 0
         return DataFileMeta(
@@ -476,8 +522,8 @@ class _RollingWriter:
             creation_time=_creation_time_millis(),
             delete_row_count=int(deletes),
             file_source=FileSource.COMPACT,
-            # None: every value column has statistics; (): none has (dense statistics of zero columns)
-            value_stats_cols=None if has_value_stats else (),
+            # None: every value column has statistics; else the columns that have (dense statistics)
+            value_stats_cols=stats_cols,
         )
 
 
@@ -505,6 +551,13 @@ def compact_bucket(task: BucketCompactTask) -> list[BucketCompactResult]:
         key_order=lambda row: row.sort_key(key_types),
         min_file_size=options.compaction_file_size,
         has_retractions=has_retractions,
+        upgrade_rewrites=lambda f: upgrade_rewrites(
+            f,
+            options=options,
+            output_level=compaction.output_level,
+            max_level=compaction.max_level,
+            has_retractions=has_retractions,
+        ),
     )
     writer = _RollingWriter(storage, schema, compaction.bucket_path)
     before: list[DataFileMeta] = []
