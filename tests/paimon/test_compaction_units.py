@@ -22,6 +22,7 @@ from lake_orchestration.paimon.model import (
     CoreOptions,
     DataFileMeta,
     DataType,
+    FileSource,
     Levels,
     MergeEngine,
     SimpleStats,
@@ -33,6 +34,7 @@ from lake_orchestration.paimon.services.compaction.executor import (
     _truncate_max,
     compact_steps,
     interval_partition,
+    upgrade_rewrites,
 )
 from lake_orchestration.paimon.services.compaction.merge import merge_rows
 from lake_orchestration.paimon.services.compaction.planner import BucketCompaction, plan_bucket
@@ -169,6 +171,58 @@ def test_compact_steps_max_level_file_with_retractions_rewritten_instead_of_upgr
     assert _steps(unit, retracting={"deletes"}) == [("upgrade", ["clean"]), ("rewrite", ["deletes"])]
     # below the max level retractions are kept: an upgrade is fine
     assert _steps(_unit(files), retracting={"deletes"}) == [("upgrade", ["clean"]), ("upgrade", ["deletes"])]
+
+
+def _kinds(unit: BucketCompaction, options: dict[str, str], *, retracting: tuple[str, ...] = ()) -> list[str]:
+    def retracts(f: DataFileMeta) -> bool:
+        return f.file_name in retracting
+
+    steps = compact_steps(
+        unit,
+        key_order=_order,
+        min_file_size=1000,
+        has_retractions=retracts,
+        upgrade_rewrites=lambda f: upgrade_rewrites(
+            f,
+            options=CoreOptions(options),
+            output_level=unit.output_level,
+            max_level=unit.max_level,
+            has_retractions=retracts,
+        ),
+    )
+    return ["upgrade" if isinstance(s, Upgrade) else "rewrite" for s in steps]
+
+
+def test_upgrade_rewrites_vector_index_table_rewrites_files_not_compacted_moving_above_level0() -> None:
+    """Java (golden ``test_pk_vector_golden`` snapshot 2): the ANN index is built only from COMPACT files above
+    level 0, so a level-0 APPEND file moved up is rewritten; an already compacted file is upgraded."""
+    vector = {"pk-vector.index.columns": "embedding", "deletion-vectors.enabled": "true"}
+    appended = replace(_file(0, 9, name="a"), file_source=FileSource.APPEND)
+    assert _kinds(_unit([appended], output_level=5, max_level=5), vector) == ["rewrite"]
+    assert _kinds(_unit([appended], output_level=5, max_level=5), {"deletion-vectors.enabled": "true"}) == ["upgrade"]
+    compacted = replace(_file(0, 9, name="c", level=1, size=5000), file_source=FileSource.COMPACT)
+    assert _kinds(_unit([compacted], output_level=2, max_level=5), vector) == ["upgrade"]
+
+
+def test_upgrade_rewrites_lookup_tables_follow_java_lookup_rewriter_upgrade_strategy() -> None:
+    """Java ``LookupMergeTreeCompactRewriter.upgradeStrategy`` for a level-0 file."""
+    dv = {"deletion-vectors.enabled": "true"}
+    level0 = _file(0, 9, name="a", size=5000)
+    # deletion vectors and retractions: rewritten at any output level (retractions are dropped)
+    assert _kinds(_unit([level0]), dv, retracting=("a",)) == ["rewrite"]
+    # no retractions: upgraded to the max level, and below it for deduplicate without sequence.field
+    assert _kinds(_unit([level0], output_level=3), dv) == ["upgrade"]
+    assert _kinds(_unit([level0]), dv) == ["upgrade"]
+    assert _kinds(_unit([level0]), {**dv, "sequence.field": "ts"}) == ["rewrite"]
+    assert _kinds(_unit([level0]), {**dv, "merge-engine": "partial-update"}) == ["rewrite"]
+    # first-row (lookup without deletion vectors): rewritten below the max level, upgraded to it
+    assert _kinds(_unit([level0]), {"merge-engine": "first-row"}) == ["rewrite"]
+    assert _kinds(_unit([level0], output_level=3), {"merge-engine": "first-row"}) == ["upgrade"]
+    # files above level 0 and tables without lookup: upgraded
+    assert _kinds(_unit([replace(level0, level=1)], output_level=2), {**dv, "merge-engine": "partial-update"}) == [
+        "upgrade"
+    ]
+    assert _kinds(_unit([level0]), {"merge-engine": "partial-update"}) == ["upgrade"]
 
 
 # -- merge engines ------------------------------------------------------------------------------------------------
