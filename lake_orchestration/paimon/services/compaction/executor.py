@@ -6,7 +6,8 @@ For each :class:`BucketCompaction` (one engine task per bucket):
    not overlap; each section is split into sorted runs (a priority queue of runs by their last max key).
 2. A section of more than one run is a rewrite candidate. A single-run section's files are *upgraded* (same file,
    new level: no I/O) unless a file is smaller than ``compaction file size`` (``target-file-size`` * 0.7: it joins
-   the candidates) or the output is the max level and the file holds retractions (rewritten to drop them).
+   the candidates) or the output is the max level and the file holds retractions (rewritten to drop them), or
+   Java's rewriter rewrites it on upgrade (:func:`upgrade_rewrites`: vector-index tables, lookup tables).
    Candidates are rewritten when an upgrade interrupts them and at the end; a lone single-run candidate is
    upgraded instead (``rewrite``'s shortcut).
 3. A rewrite sort-merges its files with the merge engine (:mod:`.merge`), drops retractions when the plan says so
@@ -15,8 +16,9 @@ For each :class:`BucketCompaction` (one engine task per bucket):
    layout: ``_KEY_<pk>`` (field id 1073741823 + id), ``_SEQUENCE_NUMBER`` (2147483646), ``_VALUE_KIND`` int8
    (2147483645), the value columns (their field ids), ``file.compression`` (default zstd).
 
-Retractions are counted from the data, not from ``_DELETE_ROW_COUNT``: pypaimon 2.1.0 writes 0 for files that hold
-``-D`` rows, so Java's ``deleteRowCount == 0`` check alone would move retractions to the max level.
+A file has retractions when its ``_DELETE_ROW_COUNT`` is absent or above 0 (as in Java); a count of 0 is checked
+against the data: pypaimon 2.1.0 writes 0 for files that hold ``-D`` rows, so Java's ``deleteRowCount == 0`` check
+alone would move retractions to the max level.
 
 Nothing here touches snapshots: a crash leaves only unreferenced data files (see :mod:`.rollback`).
 """
