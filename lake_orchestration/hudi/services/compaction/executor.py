@@ -19,7 +19,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -252,11 +253,18 @@ def _instant_of(tasks: list[OperationTask]) -> str:
     return tasks[0].instant if tasks else ""
 
 
-def execute_operation(task: OperationTask, *, decoded_log: DecodedLog | None = None) -> WriteStat | None:
+def execute_operation(
+    task: OperationTask,
+    *,
+    decoded_log: DecodedLog | None = None,
+    close: Callable[[Callable[[], WriteStat | None]], None] | None = None,
+) -> WriteStat | None:
     """Compact one file group; returns its write stat (None when nothing is left to write and there was no base).
 
     The new base file is named with the task's write token (``task.attempt``). ``decoded_log``: the log side the
-    check before the plan went inflight decoded (else it is read and decoded here).
+    check before the plan went inflight decoded (else it is read and decoded here). ``close``: once every row is
+    merged, the rest (the last row group, the footer, closing the file, the write stat) is handed to it as a
+    function returning the stat (:class:`ClosePipeline` runs it on a background thread) and None is returned.
     """
     mcfg = task.merge
     p = task.partition_path
@@ -342,18 +350,61 @@ def execute_operation(task: OperationTask, *, decoded_log: DecodedLog | None = N
         n_log_keys = (log_records.records.num_rows if log_records.records is not None else 0) + len(
             log_records.deleted_keys
         )
-        new_file = writer.close() if writer is not None else None  # queued batches are written before the spill goes
     except BaseException:
         if isinstance(writer, WriteBehind):
             writer.abort()
-        raise
-    finally:
         if spill is not None:
             spill.close()
-    if writer is None or new_file is None:
+        raise
+    if writer is None:
+        if spill is not None:
+            spill.close()
         return None
-    rows = writer.rows
-    upsert_ms = int((time.monotonic() - t1) * 1000)
+    opened = writer
+
+    def finish() -> WriteStat:
+        try:
+            new_file = opened.close()  # queued batches are written before the spill goes
+        except BaseException:
+            if isinstance(opened, WriteBehind):
+                opened.abort()
+            raise
+        finally:
+            if spill is not None:
+                spill.close()
+        upsert_ms = int((time.monotonic() - t1) * 1000)
+        return _write_stat(
+            task, fs, scan, state, new_file, opened.rows, (updated, deleted, n_inserts, n_log_keys), scan_ms, upsert_ms
+        )
+
+    if close is not None:
+        try:
+            close(finish)  # raises a previous close's error: this file is then left unclosed, as on any failure
+        except BaseException:
+            if isinstance(opened, WriteBehind):
+                opened.abort()
+            if spill is not None:
+                spill.close()
+            raise
+        return None
+    return finish()
+
+
+def _write_stat(
+    task: OperationTask,
+    fs: FileSlice,
+    scan: ScanStats,
+    state: DecodeState,
+    new_file: BaseFile,
+    rows: int,
+    counts: tuple[int, int, int, int],
+    scan_ms: int,
+    upsert_ms: int,
+) -> WriteStat:
+    """The write stat of a compacted file group; ``counts``: updated, deleted, inserted rows and log keys."""
+    updated, deleted, n_inserts, n_log_keys = counts
+    p = task.partition_path
+    base = fs.base_file
     return WriteStat(
         fileId=task.file_id,
         path=new_file.relative_path,
@@ -542,16 +593,60 @@ def execute_attempt(
     return execution, attempt
 
 
+class ClosePipeline:
+    """Closes file group i's new base file (its last row group, the footer) on a background thread while file group
+    i+1 is read and merged: a file group of up to ``hoodie.parquet.block.size`` is one row group, whose encoding
+    (pyarrow, without the GIL) can only start once its last row is merged, so without this the reading waits for it.
+
+    At most one close is pending: :meth:`submit` first waits for the previous one, so memory holds at most one more
+    buffered row group than a sequential run. A close that fails raises from the next :meth:`submit` or from
+    :meth:`wait`; :meth:`shutdown` waits for a pending close (an error the caller is already raising wins).
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compaction-close")
+        self._pending: Future[WriteStat | None] | None = None
+        self.stats: list[WriteStat] = []
+        """Write stats in task order (closes complete in submission order)."""
+
+    def submit(self, finish: Callable[[], WriteStat | None]) -> None:
+        self.wait()
+        self._pending = self._pool.submit(finish)
+
+    def wait(self) -> None:
+        """Wait for the pending close and keep its stat; its error is raised here."""
+        pending, self._pending = self._pending, None
+        if pending is not None and (stat := pending.result()) is not None:
+            self.stats.append(stat)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
 def run_in_process(
     attempt: CompactionAttempt, tasks: list[OperationTask], keep: DecodedLogs | None = None
 ) -> list[WriteStat]:
     """Run the tasks in this process, one after the other, checking before each that the attempt is ours; a log
-    side the check kept (``keep``) is not decoded again."""
-    stats = []
-    for task in tasks:
-        attempt.ensure_ours()
-        decoded_log = keep.take(task) if keep is not None else None
-        stat = execute_operation(task, decoded_log=decoded_log) if decoded_log is not None else execute_operation(task)
-        if stat is not None:
-            stats.append(stat)
+    side the check kept (``keep``) is not decoded again. With more than one core, each file group's base file is
+    closed on a background thread while the next one is read and merged (:class:`ClosePipeline`); every file is
+    closed (or has failed the run) before this returns.
+    """
+    pipeline = ClosePipeline() if pa.cpu_count() > 1 and len(tasks) > 1 else None
+    stats = pipeline.stats if pipeline is not None else []
+    try:
+        for task in tasks:
+            attempt.ensure_ours()
+            kw: dict[str, Any] = {}
+            if keep is not None and (decoded_log := keep.take(task)) is not None:
+                kw["decoded_log"] = decoded_log
+            if pipeline is not None:
+                kw["close"] = pipeline.submit
+            stat = execute_operation(task, **kw)
+            if stat is not None:
+                stats.append(stat)
+        if pipeline is not None:
+            pipeline.wait()
+    finally:
+        if pipeline is not None:
+            pipeline.shutdown()
     return stats
