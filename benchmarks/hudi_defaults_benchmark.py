@@ -25,7 +25,7 @@ Targets (issue 13): compaction <= 1.5x the floor and >= 1.0M input rows/s per co
 RSS of a 1M-row file group <= 1 GB.
 
 Usage: python benchmarks/hudi_defaults_benchmark.py [--rows 2000000] [--groups 4] [--codecs gzip,snappy,zstd]
-       [--repeat 2] [--update-fraction 0.1] [--workdir DIR] [--profile]
+       [--repeat 2] [--update-fraction 0.1] [--workdir DIR] [--profile] [--before DIR]
 """
 
 from __future__ import annotations
@@ -65,6 +65,17 @@ codec, level, out = sys.argv[1], sys.argv[2], sys.argv[3]
 for i, base in enumerate(sys.argv[4:]):
     t = pq.read_table(base)
     pq.write_table(t, f"{out}/{i}.parquet", compression=codec, compression_level=int(level) if level else None)
+"""
+
+
+_BEFORE = r"""
+import sys
+# the package from the --before tree, not the editable install of this one
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+sys.path.insert(0, sys.argv.pop(1))
+from lake_orchestration.cli.app import main
+sys.argv[0] = "lake-orch"
+sys.exit(main())
 """
 
 
@@ -129,6 +140,36 @@ def lake_orch() -> str:
     return str(exe) if exe.exists() else "lake-orch"
 
 
+def run_compaction_once(
+    src: Path, root: Path, codec: str, base_rows: int, name: str, cmd: list[str], rep: int, results: dict
+) -> None:
+    """``cmd compaction run --schedule --engine local`` on a fresh copy of ``src``; recorded under ``name``."""
+    work = fresh_copy(src, root / "work")
+    argv = [
+        *cmd,
+        "compaction",
+        "run",
+        str(work),
+        "--schedule",
+        "--engine",
+        "local",
+        "--json",
+        "--option",
+        "hoodie.compact.inline.max.delta.commits=1",
+        "--option",
+        f"hoodie.parquet.compression.codec={codec}",
+    ]
+    r = run_child(argv)
+    (res,) = json.loads(r["stdout"])
+    r["input_rows"] = base_rows + res["log_records"]
+    results.setdefault((codec, name), []).append(r)
+    print(
+        f"  run {rep + 1} {codec:6s} {name:22s} wall {r['wall']:6.2f} s  CPU {r['cpu']:6.2f} s  "
+        f"others' CPU {max(0.0, r['busy'] - r['cpu']):5.1f} s  ({res['operations']} file groups, "
+        f"{res['rows_written']:,} rows, {res['log_records']:,} log records)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -138,6 +179,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="interleaved runs of each measurement (best counts)")
     ap.add_argument("--workdir", help="keep the tables here (built once, reused when present)")
     ap.add_argument("--profile", action="store_true", help="also run one compaction per codec under cProfile")
+    ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also run the compaction with the lake_orchestration package of DIR (e.g. `git archive REV "
+        "lake_orchestration | tar -x -C DIR`), interleaved: 'compaction (before)'",
+    )
     args = ap.parse_args()
     codecs = [c.strip().lower() for c in args.codecs.split(",") if c.strip()]
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="lake-orch-defaults-bench-"))
@@ -173,30 +220,9 @@ def main() -> None:
                     f"  run {rep + 1} {codec:6s} {name:22s} wall {r['wall']:6.2f} s  CPU {r['cpu']:6.2f} s  "
                     f"others' CPU {max(0.0, r['busy'] - r['cpu']):5.1f} s"
                 )
-            work = fresh_copy(tables[codec], root / "work")
-            argv = [
-                lake_orch(),
-                "compaction",
-                "run",
-                str(work),
-                "--schedule",
-                "--engine",
-                "local",
-                "--json",
-                "--option",
-                "hoodie.compact.inline.max.delta.commits=1",
-                "--option",
-                f"hoodie.parquet.compression.codec={codec}",
-            ]
-            r = run_child(argv)
-            (res,) = json.loads(r["stdout"])
-            r["input_rows"] = base_rows + res["log_records"]
-            results.setdefault((codec, "compaction"), []).append(r)
-            print(
-                f"  run {rep + 1} {codec:6s} {'compaction':22s} wall {r['wall']:6.2f} s  CPU {r['cpu']:6.2f} s  "
-                f"others' CPU {max(0.0, r['busy'] - r['cpu']):5.1f} s  ({res['operations']} file groups, "
-                f"{res['rows_written']:,} rows, {res['log_records']:,} log records)"
-            )
+            variants = [("compaction (before)", [sys.executable, "-c", _BEFORE, args.before])] if args.before else []
+            for name, cmd in [*variants, ("compaction", [lake_orch()])]:
+                run_compaction_once(tables[codec], root, codec, base_rows, name, cmd, rep, results)
     print(f"load average after: {os.getloadavg()}")
     print()
     print("| codec | run | wall s | CPU s | input rows/s per core (CPU) | peak RSS | ratio to floor (wall) | (CPU) |")
@@ -204,7 +230,7 @@ def main() -> None:
     for codec in codecs:
         floor = min(results[(codec, "floor")], key=lambda r: r["wall"])
         floor_cpu = min(r["cpu"] for r in results[(codec, "floor")])
-        for name in ("floor", "floor, Java's level", "compaction"):
+        for name in ("floor", "floor, Java's level", "compaction (before)", "compaction"):
             rs = results.get((codec, name))
             if not rs:
                 continue
