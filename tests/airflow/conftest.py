@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import tomllib
 
+from tests._venv import cache_root, cached_venv_python
 from tests.conftest import REPO_ROOT
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
@@ -49,11 +50,6 @@ def _venv_key() -> str:
     return f"airflow-py{sys.version_info.major}{sys.version_info.minor}-{digest}"
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lake_orchestration"
-
-
 def _copy_checkout(dest: Path) -> Path:
     """What ``pip install .`` needs of the checkout (pyproject, README, the package), without .venv/build dirs."""
     src = dest / "src"
@@ -68,47 +64,22 @@ def _copy_checkout(dest: Path) -> Path:
     return src
 
 
-def build_airflow_venv(venv: Path) -> None:
-    """Create ``venv`` with ``pip install <checkout>[airflow]``; built beside it and renamed into place, so a crash
-    leaves no half venv. Raises ``subprocess.CalledProcessError`` when pip fails."""
-    tmp = venv.with_name(f"{venv.name}.build-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, capture_output=True, text=True)
-        src = _copy_checkout(tmp / "build-src")
-        subprocess.run(
-            [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{src}[airflow]"],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        shutil.rmtree(tmp / "build-src")
-        (tmp / ".complete").write_text(airflow_requirement())
-        try:
-            tmp.rename(venv)
-        except OSError:
-            if not (venv / ".complete").is_file():  # another session finished first: keep its venv
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def airflow_python() -> Path:
     """An interpreter with Airflow and the package (``AIRFLOW_PYTHON``, else the cached venv, built on first use)."""
     given = os.environ.get("AIRFLOW_PYTHON")
     if given:
         return Path(given)
-    venv = _cache_root() / _venv_key()
-    if not (venv / ".complete").is_file():
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            build_airflow_venv(venv)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
-            detail = str(getattr(err, "stderr", "") or "")
-            pytest.fail(f"pip install .[airflow] into a fresh venv at {venv} failed: {err}; {detail[-3000:]}")
-    return venv / "bin" / "python"
+    name = _venv_key()
+    try:
+        return cached_venv_python(
+            name, lambda scratch: [f"{_copy_checkout(scratch)}[airflow]"], complete=airflow_requirement(), timeout=1800
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        detail = str(getattr(err, "stderr", "") or "")
+        pytest.fail(
+            f"pip install .[airflow] into a fresh venv at {cache_root() / name} failed: {err}; {detail[-3000:]}"
+        )
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
+from tests._venv import cache_root, cached_venv_python
 from tests.conftest import REQUIRE_SHARED, SHARED
 
 PYPAIMON_VERSION = "2.1.0"
@@ -29,7 +29,7 @@ GOLDEN_ARCHIVE = PAIMON_FIXTURES / "pk_global_index_golden.tar.gz"
 DRIVER = Path(__file__).with_name("pypaimon_driver.py")
 
 
-def _skip_or_fail(reason: str) -> None:
+def _skip_or_fail(reason: str) -> NoReturn:
     if REQUIRE_SHARED:
         pytest.fail(reason)
     pytest.skip(reason)
@@ -49,49 +49,22 @@ def paimon_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest / "default.db"
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lake_orchestration"
-
-
-def _build_venv(venv: Path) -> None:
-    """Create ``venv`` with pypaimon; built beside it and renamed into place, so a crash leaves no half venv."""
-    tmp = venv.with_name(f"{venv.name}.build-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, capture_output=True, text=True)
-        subprocess.run(
-            [str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet", f"pypaimon=={PYPAIMON_VERSION}"],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        (tmp / ".complete").write_text(PYPAIMON_VERSION)
-        try:
-            tmp.rename(venv)
-        except OSError:
-            # another session finished first: keep its venv
-            if not (venv / ".complete").is_file():
-                raise
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
-        detail = getattr(err, "stderr", "") or ""
-        _skip_or_fail(f"cannot build the pypaimon {PYPAIMON_VERSION} venv at {venv}: {err}; {str(detail)[-1500:]}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def pypaimon_python() -> Path:
     """An interpreter with pypaimon (``PYPAIMON_PYTHON``, else the cached venv, built on first use)."""
     given = os.environ.get("PYPAIMON_PYTHON")
     if given:
         return Path(given)
-    venv = _cache_root() / f"pypaimon-{PYPAIMON_VERSION}-py{sys.version_info.major}{sys.version_info.minor}"
-    if not (venv / ".complete").is_file():
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        _build_venv(venv)
-    return venv / "bin" / "python"
+    name = f"pypaimon-{PYPAIMON_VERSION}-py{sys.version_info.major}{sys.version_info.minor}"
+    try:
+        return cached_venv_python(
+            name, lambda _: [f"pypaimon=={PYPAIMON_VERSION}"], complete=PYPAIMON_VERSION, timeout=900
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        detail = getattr(err, "stderr", "") or ""
+        _skip_or_fail(
+            f"cannot build the pypaimon {PYPAIMON_VERSION} venv at {cache_root() / name}: {err}; {str(detail)[-1500:]}"
+        )
 
 
 @pytest.fixture(scope="session")
