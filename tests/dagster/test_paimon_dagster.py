@@ -5,7 +5,6 @@ new-snapshots sensor, the stop-trigger check, and a commit retried after it land
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ from lake_orchestration.dagster.paimon import ExecutedCompaction, NewSnapshotsCu
 from lake_orchestration.paimon.model import CommitKind
 from lake_orchestration.paimon.services.compaction import execute_compaction, plan_compaction, run_compaction
 from lake_orchestration.paimon.table import PaimonTable
+from tests.paimon.tables import Pypaimon, read_rows, table_path, table_spec, write_table
 
 pytestmark = pytest.mark.slow
 
-Pypaimon = Callable[..., dict[str, Any]]
-COLUMNS = [["dt", "string", False], ["id", "int32", False], ["v", "string", True], ["op", "string", True]]
+BUCKETS = 1
 
 
 def _commits(n: int) -> list[list[list[Any]]]:
@@ -31,26 +30,9 @@ def _commits(n: int) -> list[list[list[Any]]]:
     return [first, *later[:-1], [*later[-1], *[["b", i, None, "-D"] for i in range(5)]]] if n > 1 else [first]
 
 
-def _spec(warehouse: Path, commits: list[Any], **options: str) -> dict[str, Any]:
-    return {
-        "warehouse": str(warehouse),
-        "identifier": "default.t",
-        "columns": COLUMNS,
-        "partition_keys": ["dt"],
-        "primary_keys": ["dt", "id"],
-        "options": {"bucket": "1", "rowkind.field": "op", **options},
-        "commits": commits,
-    }
-
-
 def _write(pypaimon: Pypaimon, tmp_path: Path, commits: int, **options: str) -> tuple[Path, str]:
-    warehouse = tmp_path / "warehouse"
-    pypaimon("write", _spec(warehouse, _commits(commits), **options))
-    return warehouse, str(warehouse / "default.db" / "t")
-
-
-def _rows(pypaimon: Pypaimon, warehouse: Path) -> list[list[Any]]:
-    return sorted(pypaimon("read", str(warehouse), "default.t")["rows"], key=lambda r: (r[0], r[1]))
+    warehouse = write_table(pypaimon, tmp_path, _commits(commits), buckets=BUCKETS, **options)
+    return warehouse, table_path(warehouse)
 
 
 def _sorted_runs(pypaimon: Pypaimon, warehouse: Path) -> dict[tuple[str, int], int]:
@@ -111,7 +93,7 @@ def test_paimon_materialize_health_then_compaction_commits_compact_snapshot_pypa
     warehouse, path = _write(
         pypaimon, tmp_path, 5, **{"num-sorted-run.compaction-trigger": "2", "num-sorted-run.stop-trigger": "3"}
     )
-    before = _rows(pypaimon, warehouse)
+    before = read_rows(pypaimon, warehouse)
     runs = _sorted_runs(pypaimon, warehouse)
     defs = _defs(path)
     table_asset = defs.resolve_assets_def(dg.AssetKey(["paimon", "t"]))
@@ -140,7 +122,7 @@ def test_paimon_materialize_health_then_compaction_commits_compact_snapshot_pypa
         result = dg.materialize([table_asset, *defs.asset_checks], instance=instance, selection=[table_asset.key])
         (check,) = [e for e in result.get_asset_check_evaluations() if e.asset_key == table_asset.key]
         assert check.passed is True  # after the universal compaction dt=a is within the stop trigger
-    assert _rows(pypaimon, warehouse) == before
+    assert read_rows(pypaimon, warehouse) == before
     assert max(_sorted_runs(pypaimon, warehouse).values()) <= 3
 
 
@@ -165,7 +147,9 @@ def test_paimon_new_snapshots_sensor_requests_compaction_on_new_appends_only(
     assert not (after_compact.run_requests or [])
     assert NewSnapshotsCursor.from_json(after_compact.cursor, table="t", sensor="s").snapshot_id == 4
 
-    pypaimon("append", _spec(warehouse, [[["a", 100, "new", "+I"]], [["b", 101, "new", "+I"]]]))  # 5, 6
+    pypaimon(
+        "append", table_spec(warehouse, [[["a", 100, "new", "+I"]], [["b", 101, "new", "+I"]]], buckets=BUCKETS)
+    )  # 5, 6
     appended = _sensor_tick(defs, after_compact.cursor)
     assert [r.run_key for r in appended.run_requests or []] == ["snapshot-6"]
     assert (appended.run_requests or [])[0].tags["paimon/new_appends"] == "2"
@@ -184,7 +168,7 @@ def test_paimon_commit_op_retried_after_landing_writes_nothing_conflict_deletes_
     tmp_path: Path, pypaimon: Pypaimon
 ) -> None:
     warehouse, path = _write(pypaimon, tmp_path, 4)
-    before = _rows(pypaimon, warehouse)
+    before = read_rows(pypaimon, warehouse)
     table = PaimonTable.open(path)
     defs = _defs(path)
     commit = _commit_op(defs)
@@ -201,7 +185,7 @@ def test_paimon_commit_op_retried_after_landing_writes_nothing_conflict_deletes_
     again = commit(dg.build_op_context(), executed)  # the retry of a commit that landed
     assert again.metadata["already_committed"].value is True
     assert table.latest_snapshot_id() == 5
-    assert _rows(pypaimon, warehouse) == before
+    assert read_rows(pypaimon, warehouse) == before
 
     # a stale execution (planned from snapshot 4, whose files snapshot 5 replaced) conflicts: its files go, no retry
     stale = ExecutedCompaction(
@@ -215,4 +199,4 @@ def test_paimon_commit_op_retried_after_landing_writes_nothing_conflict_deletes_
     assert err.value.allow_retries is False
     assert not any((Path(path) / rel).exists() for rel in stale.execution.written)
     assert table.latest_snapshot_id() == 5
-    assert _rows(pypaimon, warehouse) == before
+    assert read_rows(pypaimon, warehouse) == before

@@ -34,14 +34,13 @@ from lake_orchestration.paimon.services.compaction import (
     run_compaction,
 )
 from lake_orchestration.paimon.table import PaimonTable
+from tests.paimon.tables import Pypaimon, Rows, read_rows, table_path, table_spec, write_table
 
 pytestmark = pytest.mark.slow
 
-Rows = list[list[Any]]
-Pypaimon = Callable[..., dict[str, Any]]
 LONG_MAX = 2**63 - 1
 
-COLUMNS = [["dt", "string", False], ["id", "int32", False], ["v", "string", True], ["op", "string", True]]
+BUCKETS = 2
 
 
 def _dedup_commits() -> list[Rows]:
@@ -53,26 +52,9 @@ def _dedup_commits() -> list[Rows]:
     ]
 
 
-def _spec(warehouse: Path, commits: list[Rows], **options: str) -> dict[str, Any]:
-    return {
-        "warehouse": str(warehouse),
-        "identifier": "default.t",
-        "columns": COLUMNS,
-        "partition_keys": ["dt"],
-        "primary_keys": ["dt", "id"],
-        "options": {"bucket": "2", "rowkind.field": "op", **options},
-        "commits": commits,
-    }
-
-
 def _write(pypaimon: Pypaimon, tmp_path: Path, commits: list[Rows], **options: str) -> tuple[str, PaimonTable]:
-    warehouse = tmp_path / "warehouse"
-    pypaimon("write", _spec(warehouse, commits, **options))
-    return str(warehouse), PaimonTable.open(str(warehouse / "default.db" / "t"))
-
-
-def _read(pypaimon: Pypaimon, warehouse: str) -> list[list[Any]]:
-    return sorted(pypaimon("read", warehouse, "default.t")["rows"], key=lambda r: (r[0], r[1]))
+    warehouse = write_table(pypaimon, tmp_path, commits, buckets=BUCKETS, **options)
+    return str(warehouse), PaimonTable.open(table_path(warehouse))
 
 
 def _scan_files(pypaimon: Pypaimon, warehouse: str) -> set[tuple[Any, ...]]:
@@ -119,7 +101,7 @@ def test_run_compaction_pypaimon_table_with_updates_and_deletes_commits_compact_
     tmp_path: Path, pypaimon: Pypaimon
 ) -> None:
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits(), **{"num-sorted-run.compaction-trigger": "3"})
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
     before_id = table.latest_snapshot_id()
     assert before_id == 4
 
@@ -129,13 +111,13 @@ def test_run_compaction_pypaimon_table_with_updates_and_deletes_commits_compact_
     assert result.commit is not None and result.execution is not None and result.replans == 0
     _assert_compact_snapshot(table, before_id, result.execution)
 
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
     assert _scan_files(pypaimon, warehouse) == _our_files(table)
 
 
 def test_full_compaction_no_level0_file_left_pypaimon_fast_path_reads_equal(tmp_path: Path, pypaimon: Pypaimon) -> None:
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits())
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
 
     result = run_compaction(table, full=True)
     assert result.commit is not None and result.execution is not None
@@ -149,19 +131,21 @@ def test_full_compaction_no_level0_file_left_pypaimon_fast_path_reads_equal(tmp_
             path = table.storage.relative(table.bucket_path(bucket.partition, bucket.bucket))
             # the fast path reads these files raw: no retraction may be left, and the metadata must say so
             assert (f.level, f.delete_row_count, _retractions(table, path, f.file_name)) == (max_level, 0, 0)
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
     assert _scan_files(pypaimon, warehouse) == _our_files(table)
     # nothing left to do
     assert plan_compaction(table, full=True).is_empty
 
     # pypaimon keeps writing on top of the compacted table, and merges its new level-0 files with ours
-    spec = _spec(Path(warehouse), [[["a", 5, "after", "+I"], ["b", 0, None, "-D"], ["b", 999, "new", "+I"]]])
+    spec = table_spec(
+        warehouse, [[["a", 5, "after", "+I"], ["b", 0, None, "-D"], ["b", 999, "new", "+I"]]], buckets=BUCKETS
+    )
     pypaimon("append", spec)
     expected = {(r[0], r[1]): r for r in before_rows}
     expected[("a", 5)] = ["a", 5, "after", "+I"]
     expected.pop(("b", 0))
     expected[("b", 999)] = ["b", 999, "new", "+I"]
-    assert _read(pypaimon, warehouse) == sorted(expected.values(), key=lambda r: (r[0], r[1]))
+    assert read_rows(pypaimon, warehouse) == sorted(expected.values(), key=lambda r: (r[0], r[1]))
 
 
 MERGE_ENGINE_CASES: dict[str, tuple[dict[str, str], list[Rows]]] = {
@@ -193,7 +177,7 @@ def test_run_compaction_merge_engine_table_pypaimon_reads_equal(
     options, commits = MERGE_ENGINE_CASES[engine]
     opts = {**options, "num-sorted-run.compaction-trigger": "2"}
     warehouse = tmp_path / "warehouse"
-    spec = _spec(warehouse, commits, **opts)
+    spec = table_spec(warehouse, commits, buckets=BUCKETS, **opts)
     if engine == "partial-update":
         spec["options"].pop("rowkind.field")  # op is a plain column here: partial updates have no retractions
     pypaimon("write", spec)
@@ -209,12 +193,12 @@ def test_run_compaction_merge_engine_table_pypaimon_reads_equal(
                 merged[key] = [new if new is not None else old for old, new in zip(merged[key], row, strict=True)]
     expected = sorted(merged.values(), key=lambda r: (r[0], r[1]))
     # pypaimon, like Java, reads no level-0 file of a first-row table (only compaction makes rows visible)
-    assert _read(pypaimon, str(warehouse)) == ([] if engine == "first-row" else expected)
+    assert read_rows(pypaimon, str(warehouse)) == ([] if engine == "first-row" else expected)
 
     result = run_compaction(table, full=full)
     assert result.commit is not None and result.execution is not None
     _assert_compact_snapshot(table, len(commits), result.execution)
-    assert _read(pypaimon, str(warehouse)) == expected
+    assert read_rows(pypaimon, str(warehouse)) == expected
     if engine == "first-row":
         # first-row readers take files above level 0 without merging: no key may be left in two levels
         for bucket in table.buckets():
@@ -284,7 +268,7 @@ def test_crash_between_execute_and_commit_leaves_no_visible_change_rerun_complet
     tmp_path: Path, pypaimon: Pypaimon
 ) -> None:
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits())
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
     before_files = _our_files(table)
 
     crashed = execute_compaction(plan_compaction(table, full=True), storage=table.storage)
@@ -292,11 +276,11 @@ def test_crash_between_execute_and_commit_leaves_no_visible_change_rerun_complet
     # ... but no commit: nothing visible
     assert table.latest_snapshot_id() == 4
     assert _our_files(table) == before_files
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
 
     result = run_compaction(table, full=True)
     assert result.commit is not None and result.commit.snapshot.id == 5
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
     # the crashed attempt's files are orphans: no snapshot references them, the rerun did not use them
     orphans = orphan_files(table, older_than_ms=0)
     assert set(orphans.data_files) == set(crashed.written)
@@ -305,7 +289,7 @@ def test_crash_between_execute_and_commit_leaves_no_visible_change_rerun_complet
         abort_execution(table, result.execution)  # type: ignore[arg-type]
     assert remove_orphan_files(table, older_than_ms=0) == orphans
     assert not any((Path(table.uri) / p).exists() for p in crashed.written)
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
 
 
 def test_concurrent_append_during_compaction_commits_on_top_of_it(tmp_path: Path, pypaimon: Pypaimon) -> None:
@@ -316,8 +300,8 @@ def test_concurrent_append_during_compaction_commits_on_top_of_it(tmp_path: Path
     execution = execute_compaction(plan, storage=table.storage)
 
     concurrent = [["a", 1, "concurrent", "+I"], ["b", 1, None, "-D"], ["a", 777, "concurrent-new", "+I"]]
-    pypaimon("append", _spec(Path(warehouse), [concurrent]))
-    expected_rows = _read(pypaimon, warehouse)
+    pypaimon("append", table_spec(warehouse, [concurrent], buckets=BUCKETS))
+    expected_rows = read_rows(pypaimon, warehouse)
     append_files = _our_files(table) - {(r.compaction.bucket, f.file_name, f.level, f.row_count, f.delete_row_count)
                                         for r in execution.results for f in r.before}  # fmt: skip
     assert table.latest_snapshot_id() == 5
@@ -326,7 +310,7 @@ def test_concurrent_append_during_compaction_commits_on_top_of_it(tmp_path: Path
     assert commit is not None and commit.snapshot.id == 6 and commit.attempts == 1
     _assert_compact_snapshot(table, 5, execution)
     assert append_files <= _our_files(table)  # the APPEND's level-0 files are still live
-    assert _read(pypaimon, warehouse) == expected_rows
+    assert read_rows(pypaimon, warehouse) == expected_rows
 
 
 class _RacingEngine:
@@ -353,7 +337,7 @@ def test_concurrent_compaction_conflict_replans_and_removes_the_failed_attempts_
     tmp_path: Path, pypaimon: Pypaimon
 ) -> None:
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits())
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
 
     # two executions of one plan: the second commit finds its inputs compacted away
     plan = plan_compaction(table, full=True)
@@ -374,7 +358,7 @@ def test_concurrent_compaction_conflict_replans_and_removes_the_failed_attempts_
     latest = table.latest_snapshot()
     assert latest is not None and latest.id == 5 and latest.commit_kind is CommitKind.COMPACT
     assert orphan_files(table, older_than_ms=0).data_files == ()
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
 
 
 @pytest.mark.spark
@@ -384,18 +368,18 @@ def test_run_compaction_on_spark_one_task_per_bucket_pypaimon_reads_equal(
     from lake_orchestration.engines.spark import SparkEngine
 
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits())
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
     result = run_compaction(table, full=True, engine=SparkEngine(spark))
     assert result.execution is not None and len(result.execution.results) == len(result.plan.buckets) == 4
     _assert_compact_snapshot(table, 4, result.execution)
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
 
 
 def test_full_compaction_rolls_output_at_target_file_size_sorted_disjoint_files(
     tmp_path: Path, pypaimon: Pypaimon
 ) -> None:
     warehouse, table = _write(pypaimon, tmp_path, _dedup_commits(), **{"target-file-size": "2kb"})
-    before_rows = _read(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
     result = run_compaction(table, full=True)
     assert result.commit is not None
     schema = table.schema()
@@ -410,5 +394,5 @@ def test_full_compaction_rolls_output_at_target_file_size_sorted_disjoint_files(
         assert {f.level for f in files} == {table.options().num_levels - 1}
         assert all(f.file_name.startswith("data-") and f.file_name.endswith(".parquet") for f in files)
     assert rolled
-    assert _read(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
     assert _scan_files(pypaimon, warehouse) == _our_files(table)

@@ -4,7 +4,6 @@ plan and read (the oracle: conftest.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,36 +13,22 @@ from click.testing import CliRunner
 from lake_orchestration.cli.app import cli
 from lake_orchestration.paimon.model import CommitKind
 from lake_orchestration.paimon.table import PaimonTable
+from tests.paimon.tables import Pypaimon, read_rows, table_path, write_table
 
 pytestmark = pytest.mark.slow
 
-Pypaimon = Callable[..., dict[str, Any]]
 COMMANDS = ("schedule", "run", "show")
 
 
 def _write(pypaimon: Pypaimon, tmp_path: Path) -> tuple[str, str]:
-    warehouse = tmp_path / "warehouse"
     commits = [
         [[dt, i, f"v0-{i}", "+I"] for dt in ("a", "b") for i in range(60)],
         [["a", i, f"v1-{i}", "+I"] for i in range(0, 60, 4)],
         [["b", i, None, "-D"] for i in range(10, 20)],
         [["a", i, f"v3-{i}", "+I"] for i in range(50, 70)],
     ]
-    spec = {
-        "warehouse": str(warehouse),
-        "identifier": "default.t",
-        "columns": [["dt", "string", False], ["id", "int32", False], ["v", "string", True], ["op", "string", True]],
-        "partition_keys": ["dt"],
-        "primary_keys": ["dt", "id"],
-        "options": {"bucket": "2", "rowkind.field": "op", "num-sorted-run.compaction-trigger": "3"},
-        "commits": commits,
-    }
-    pypaimon("write", spec)
-    return str(warehouse), str(warehouse / "default.db" / "t")
-
-
-def _rows(pypaimon: Pypaimon, warehouse: str) -> list[list[Any]]:
-    return sorted(pypaimon("read", warehouse, "default.t")["rows"], key=lambda r: (r[0], r[1]))
+    warehouse = write_table(pypaimon, tmp_path, commits, buckets=2, **{"num-sorted-run.compaction-trigger": "3"})
+    return str(warehouse), table_path(warehouse)
 
 
 def _expected_buckets(pypaimon: Pypaimon, warehouse: str) -> dict[tuple[str, int], dict[str, Any]]:
@@ -71,7 +56,7 @@ def test_paimon_compaction_cli_show_schedule_run_match_pypaimon_scan_and_read_eq
 ) -> None:
     warehouse, path = _write(pypaimon, tmp_path)
     runner = CliRunner()
-    before_rows = _rows(pypaimon, warehouse)
+    before_rows = read_rows(pypaimon, warehouse)
 
     r = runner.invoke(cli, ["paimon", "compaction", "show", path, "--json"])
     assert r.exit_code == 0, r.output
@@ -108,7 +93,7 @@ def test_paimon_compaction_cli_show_schedule_run_match_pypaimon_scan_and_read_eq
     assert result["commit"]["snapshot_id"] == 5 and result["commit"]["commit_kind"] == "COMPACT"
     snap = PaimonTable.open(path).latest_snapshot()
     assert snap is not None and snap.commit_kind is CommitKind.COMPACT
-    assert _rows(pypaimon, warehouse) == before_rows
+    assert read_rows(pypaimon, warehouse) == before_rows
 
     # after a full compaction every bucket is one run at the max level: show says so, run has nothing to do
     r = runner.invoke(cli, ["paimon", "compaction", "show", path])
