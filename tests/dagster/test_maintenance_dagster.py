@@ -10,13 +10,13 @@ import pytest
 from lake_orchestration.dagster import HudiTableConfig, build_hudi_definitions
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 pytestmark = pytest.mark.dagster
 
@@ -33,15 +33,7 @@ ARCHIVE = {
 
 def _history(tmp_path: Path, rounds: int = 12) -> Path:
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        small_file_limit=0,
-    )
+    opts = trips_options(hive_style_partitioning=True, small_file_limit=0)
     base = generate_trips(120, partitions=2, seed=3)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(rounds):

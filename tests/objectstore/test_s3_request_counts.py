@@ -46,8 +46,9 @@ from lake_orchestration.hudi.services.clean import run_clean, schedule_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.objectstore.conftest import S3Bucket, S3Request
+from tests.trips import trips_options
 
 PREFIX = "t"
 COMPACTION = {"hoodie.compact.inline.max.delta.commits": "2"}
@@ -60,15 +61,7 @@ ARCHIVE = {
     "hoodie.archive.merge.files.batch.size": "2",
     "hoodie.compact.inline.max.delta.commits": "2",  # archival keeps the deltacommits the compaction trigger needs
 }
-OPTS = WriteOptions(
-    table_name="t",
-    table_type=TableType.MERGE_ON_READ,
-    record_key_fields=("uuid",),
-    partition_fields=("city",),
-    precombine_field="ts",
-    max_rows_per_file=10,
-    small_file_limit=0,
-)
+OPTS = trips_options(max_rows_per_file=10, small_file_limit=0)
 
 
 @dataclass

@@ -22,13 +22,13 @@ import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action, State
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHORT = {"hoodie.client.heartbeat.interval_in_ms": "500", "hoodie.client.heartbeat.tolerable.misses": "2"}
@@ -64,15 +64,7 @@ def _env() -> dict[str, str]:
 def _table(tmp_path: Path) -> Path:
     """A MERGE_ON_READ table with 8 file groups, each with a base file and log files."""
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        max_rows_per_file=100,
-        small_file_limit=0,
-    )
+    opts = trips_options(max_rows_per_file=100, small_file_limit=0)
     base = generate_trips(400, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(2):
@@ -216,15 +208,7 @@ def _table_with_two_slices(tmp_path: Path) -> tuple[Path, str]:
         schedule=True,
         config=CompactionConfig.from_options({"hoodie.compact.inline.max.delta.commits": "1"}),
     )
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        max_rows_per_file=100,
-        small_file_limit=0,
-    )
+    opts = trips_options(max_rows_per_file=100, small_file_limit=0)
     rows = read_snapshot_table(HudiTable(str(path)))
     for n in range(2):
         upd = generate_updates(

@@ -30,24 +30,16 @@ from lake_orchestration.errors import CorruptLogBlockError
 from lake_orchestration.hudi.log import block_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType, encode_metadata, iter_blocks
 from lake_orchestration.hudi.model.instant import Action, State
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.snapshot import ReadStats
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT, HudiFixture
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
-OPTS = WriteOptions(
-    table_name="t",
-    table_type=TableType.MERGE_ON_READ,
-    record_key_fields=("uuid",),
-    partition_fields=("city",),
-    precombine_field="ts",
-    hive_style_partitioning=True,
-    small_file_limit=0,
-)
+OPTS = trips_options(hive_style_partitioning=True, small_file_limit=0)
 
 
 # -- tables and damage ------------------------------------------------------------------------------------------

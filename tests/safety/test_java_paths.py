@@ -24,14 +24,14 @@ from lake_orchestration.hudi.model.avro import (
     RollbackRequest,
 )
 from lake_orchestration.hudi.model.instant import Action, Instant, State
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import execute_clean, run_clean, schedule_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT, HudiFixture
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 # An upsert (updates -> log blocks, inserts -> new base files) killed once its files are written, before its
 # deltacommit (and before the commit's table lock).
@@ -57,15 +57,7 @@ write_table(sys.argv[1], rows, operation="upsert", options=WriteOptions(small_fi
 def _failed_mor_write(tmp_path: Path) -> tuple[Path, str, pa.Table]:
     """A MOR table and a deltacommit left inflight by a SIGKILL (base files, log blocks and markers on disk)."""
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        small_file_limit=0,
-        max_rows_per_file=100,
-    )
+    opts = trips_options(small_file_limit=0, max_rows_per_file=100)
     write_table(str(path), generate_trips(400, partitions=2, seed=1), operation="bulk_insert", options=opts)
     before = hudi_rs_snapshot(path)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}

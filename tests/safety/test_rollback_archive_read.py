@@ -17,23 +17,16 @@ import pytest
 from lake_orchestration.datagen import generate_trips
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, iter_blocks
 from lake_orchestration.hudi.log.scanner import InstantFilter
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.oracle import hudi_rs_snapshot
+from tests.trips import trips_options
 
-OPTS = WriteOptions(
-    table_name="t",
-    table_type=TableType.MERGE_ON_READ,
-    record_key_fields=("uuid",),
-    partition_fields=("city",),
-    precombine_field="ts",
-    small_file_limit=0,
-)
+OPTS = trips_options(small_file_limit=0)
 ARCHIVE = {
     "hoodie.keep.min.commits": "2",
     "hoodie.keep.max.commits": "3",

@@ -16,7 +16,6 @@ from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.errors import InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.model.avro import CleanerPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, State
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, run_clean, schedule_clean
 from lake_orchestration.hudi.services.clean import executor as clean_executor
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
@@ -25,6 +24,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import SHARED, HudiFixture, require_shared
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 
 def _reference_schema(name: str) -> dict:
@@ -60,16 +60,7 @@ def _data_files(path: Path) -> set[str]:
 def _mor(tmp_path: Path, *, rounds: int = 9, compact_every: int = 3) -> Path:
     """A MOR table: bulk insert, upserts and deletes, a compaction every few deltacommits (4 partitions)."""
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        max_rows_per_file=80,
-        small_file_limit=0,
-    )
+    opts = trips_options(hive_style_partitioning=True, max_rows_per_file=80, small_file_limit=0)
     base = generate_trips(320, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(rounds):

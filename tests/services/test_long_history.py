@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.instant import Action
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
@@ -21,8 +20,9 @@ from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 DELTA_COMMITS = 300
 MAINTENANCE = {
@@ -42,15 +42,7 @@ def _expected(rows: dict[str, dict]) -> pa.Table:
 
 def test_300_deltacommits_with_compaction_clean_archive_and_merge(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        small_file_limit=0,
-    )
+    opts = trips_options(hive_style_partitioning=True, small_file_limit=0)
     base = generate_trips(200, partitions=2, seed=7)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     model = {r["uuid"]: r for r in base.to_pylist()}  # independent expectation: last write per key wins
