@@ -9,6 +9,7 @@ handed it), so a backfill over the partitions runs every pending plan, each exac
 no-op).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,20 +58,37 @@ def compaction_partitions(
 def build_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>``: the table; a materialization records its health."""
 
+    def measure(table: Any) -> tuple[str, dict[str, dg.MetadataValue]]:
+        health = table_health(table)
+        return str(health.to_json_obj()), health_metadata(health)
+
+    return build_health_asset(cfg, translator, kind="hudi", measure=measure)
+
+
+def build_health_asset(
+    cfg: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    *,
+    kind: str,
+    measure: Callable[[Any], tuple[str, dict[str, dg.MetadataValue]]],
+) -> dg.AssetsDefinition:
+    """The table asset of ``cfg`` (``kind``: ``hudi`` or ``paimon``): a materialization opens the table, logs
+    ``<table>: <summary>`` and records the metadata, both from ``measure(table)``."""
+
     @dg.asset(
         key=translator.get_asset_key(cfg),
         group_name=translator.get_group_name(cfg),
-        kinds={"hudi"},
-        description=f"Hudi table {cfg.name} at {cfg.base_path}",
+        kinds={kind},
+        description=f"{kind.capitalize()} table {cfg.name} at {cfg.base_path}",
         metadata={"base_path": cfg.base_path},
         deps=[dg.AssetKey.from_user_string(k) for k in cfg.upstream_assets],
         pool=translator.get_pool(cfg),
     )
     def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         with hudi_step(cfg) as step:
-            health = table_health(step.open_table())
-        context.log.info(f"{cfg.name}: {health.to_json_obj()}")
-        return dg.MaterializeResult(metadata=health_metadata(health))
+            summary, metadata = measure(step.open_table())
+        context.log.info(f"{cfg.name}: {summary}")
+        return dg.MaterializeResult(metadata=metadata)
 
     return _asset
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import dagster as dg
 
+from lake_orchestration.dagster.assets import build_health_asset
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import DagsterHudiError, SensorCursorError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
@@ -75,22 +76,12 @@ def paimon_health_metadata(health: PaimonTableHealth) -> dict[str, dg.MetadataVa
 def build_paimon_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``paimon/<t>``: the table; a materialization records its compaction health."""
 
-    @dg.asset(
-        key=translator.get_asset_key(cfg),
-        group_name=translator.get_group_name(cfg),
-        kinds={"paimon"},
-        description=f"Paimon table {cfg.name} at {cfg.base_path}",
-        metadata={"base_path": cfg.base_path},
-        deps=[dg.AssetKey.from_user_string(k) for k in cfg.upstream_assets],
-        pool=translator.get_pool(cfg),
-    )
-    def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        with hudi_step(cfg) as step:
-            health = paimon_table_health(step.open_table())
-        context.log.info(f"{cfg.name}: snapshot {health.snapshot_id}, max sorted runs {health.max_sorted_runs}")
-        return dg.MaterializeResult(metadata=paimon_health_metadata(health))
+    def measure(table: Any) -> tuple[str, dict[str, dg.MetadataValue]]:
+        health = paimon_table_health(table)
+        summary = f"snapshot {health.snapshot_id}, max sorted runs {health.max_sorted_runs}"
+        return summary, paimon_health_metadata(health)
 
-    return _asset
+    return build_health_asset(cfg, translator, kind="paimon", measure=measure)
 
 
 class PaimonCompactionRunConfig(dg.Config):
