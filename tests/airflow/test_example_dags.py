@@ -19,20 +19,13 @@ from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.airflow.conftest import AirflowRunner, DagRunResult
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 
 
 def _opts(table_type: TableType = TableType.MERGE_ON_READ) -> WriteOptions:
-    return WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        small_file_limit=0,
-    )
+    return trips_options(table_type=table_type, hive_style_partitioning=True, small_file_limit=0)
 
 
 def _update_city(path: Path, base, city: str, n: int) -> None:  # type: ignore[no-untyped-def]
@@ -190,16 +183,7 @@ def test_deferrable_sensor_fires_when_a_plan_appears_and_its_plan_is_committed(
 
 def test_clean_dag_cleans_old_file_slices_and_leaves_a_completed_clean(airflow: AirflowRunner, tmp_path: Path) -> None:
     path = tmp_path / "t"
-    opts = _opts(TableType.COPY_ON_WRITE)
-    base = generate_trips(60, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(4):
-        write_table(
-            str(path),
-            generate_updates(base, fraction=0.5, seed=i, ts_offset=(i + 1) * 10**6),
-            operation="upsert",
-            options=opts,
-        )
+    write_trips_history(path, _opts(TableType.COPY_ON_WRITE), rows=60, upserts=4, fraction=0.5)
     before = hudi_rs_snapshot(path)
     parquet_before = {p.name for p in path.rglob("*.parquet")}
 
@@ -218,16 +202,7 @@ def test_clean_dag_cleans_old_file_slices_and_leaves_a_completed_clean(airflow: 
 
 def test_archive_dag_moves_old_instants_to_the_archived_timeline(airflow: AirflowRunner, tmp_path: Path) -> None:
     path = tmp_path / "t"
-    opts = _opts(TableType.COPY_ON_WRITE)
-    base = generate_trips(40, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(5):
-        write_table(
-            str(path),
-            generate_updates(base, fraction=0.1, seed=i, ts_offset=(i + 1) * 10**6),
-            operation="upsert",
-            options=opts,
-        )
+    write_trips_history(path, _opts(TableType.COPY_ON_WRITE), rows=40, upserts=5, fraction=0.1)
     times = sorted(n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".commit"))
     before = hudi_rs_snapshot(path)
 

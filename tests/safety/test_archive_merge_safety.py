@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import CorruptFileError
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block
 from lake_orchestration.hudi.model.avro import MergeArchiveFilePlan, schema_text
@@ -31,8 +30,8 @@ from lake_orchestration.hudi.table.archived_timeline import (
     list_archive_files,
     read_archive_file,
 )
-from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
 
 COMMITS = 18
 RUNS = (15, 12, 9, 6, 3)  # hoodie.keep.min.commits of each archival run: 3 instants (9 entries) per archive file
@@ -57,22 +56,8 @@ def _archive_opts(lo: int, *, merge: bool = False) -> dict[str, str]:
 def archived_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A COW table whose archived timeline is 5 small files (versions 1..5, 9 entries each), merge never run."""
     path = tmp_path_factory.mktemp("merge") / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.COPY_ON_WRITE,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
-    base = generate_trips(30, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(COMMITS - 1):
-        write_table(
-            str(path),
-            generate_updates(base, fraction=0.2, seed=i, ts_offset=(i + 1) * 10**6),
-            operation="upsert",
-            options=opts,
-        )
+    opts = trips_options(table_type=TableType.COPY_ON_WRITE)
+    write_trips_history(path, opts, rows=30, upserts=COMMITS - 1, fraction=0.2)
     for lo in RUNS:
         run_archive(HudiTable(str(path)), ArchiveConfig.from_options(_archive_opts(lo)))
     files = list_archive_files(HudiTable(str(path)).storage, _dir(HudiTable(str(path))))

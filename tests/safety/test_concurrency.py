@@ -18,15 +18,16 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.datagen import generate_updates
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import WriteOptions
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
 
 REPO = Path(__file__).resolve().parents[2]
 # Waiting for the other process is the point here: allow for a loaded 2-core machine.
@@ -51,22 +52,12 @@ import lake_orchestration.hudi.services.compaction, lake_orchestration.hudi.writ
 
 
 def _opts(table_type: TableType) -> WriteOptions:
-    return WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
+    return trips_options(table_type=table_type)
 
 
 def _table(tmp_path: Path, commits: int, table_type: TableType) -> tuple[Path, pa.Table]:
     path = tmp_path / "t"
-    base = generate_trips(40, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=_opts(table_type))
-    for i in range(commits - 1):
-        upd = generate_updates(base, fraction=0.1, seed=i, ts_offset=(i + 1) * 10**6)
-        write_table(str(path), upd, operation="upsert", options=_opts(table_type))
+    base = write_trips_history(path, _opts(table_type), rows=40, upserts=commits - 1, fraction=0.1)
     return path, base
 
 

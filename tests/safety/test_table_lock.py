@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from lake_orchestration.cli.app import cli
-from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.datagen import generate_trips
 from lake_orchestration.errors import InvalidOptionError, TableLockedError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
@@ -32,6 +32,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, read_lock, table_lock
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.oracle import hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = {"hoodie.write.lock.wait_time_ms": "600", "hoodie.write.lock.wait_time_ms_between_retry": "50"}
@@ -44,22 +45,7 @@ JAVA_LOCK_INFO = {
 
 def _table(tmp_path: Path, commits: int = 3, table_type: TableType = TableType.MERGE_ON_READ) -> Path:
     path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
-    base = generate_trips(30, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(commits - 1):
-        write_table(
-            str(path),
-            generate_updates(base, fraction=0.2, seed=i, ts_offset=(i + 1) * 10**6),
-            operation="upsert",
-            options=opts,
-        )
+    write_trips_history(path, trips_options(table_type=table_type), rows=30, upserts=commits - 1, fraction=0.2)
     return path
 
 

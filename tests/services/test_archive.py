@@ -33,6 +33,7 @@ from lake_orchestration.hudi.table.archived_timeline import (
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import HudiFixture
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
 
 SMALL = {"hoodie.keep.min.commits": "11", "hoodie.keep.max.commits": "12"}
 
@@ -42,23 +43,12 @@ class _Crash(Exception):
 
 
 def _opts(table_type: TableType) -> WriteOptions:
-    return WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
+    return trips_options(table_type=table_type)
 
 
 def _table(tmp_path: Path, commits: int, table_type: TableType = TableType.MERGE_ON_READ) -> Path:
     path = tmp_path / "t"
-    opts = _opts(table_type)
-    base = generate_trips(40, partitions=2, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for i in range(commits - 1):
-        upd = generate_updates(base, fraction=0.1, seed=i, ts_offset=(i + 1) * 10**6)
-        write_table(str(path), upd, operation="upsert", options=opts)
+    write_trips_history(path, _opts(table_type), rows=40, upserts=commits - 1, fraction=0.1)
     return path
 
 
