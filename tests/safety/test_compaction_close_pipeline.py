@@ -81,9 +81,13 @@ def test_compaction_close_pipeline_files_equal_sequential_run(tmp_path: Path) ->
     assert ra.instant == rb.instant == instant
 
 
+@pytest.mark.parametrize("overlap_bytes", [0, 1 << 30], ids=["raised-while-merging", "raised-when-handing-over"])
 def test_compaction_close_failing_in_background_fails_run_and_rolls_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overlap_bytes: int
 ) -> None:
+    from lake_orchestration.hudi.services.compaction import executor
+
+    monkeypatch.setattr(executor, "CLOSE_OVERLAP_BYTES", overlap_bytes)
     path = _table(tmp_path / "t")
     before = hudi_rs_snapshot(path)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)

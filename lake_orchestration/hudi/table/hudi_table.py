@@ -24,11 +24,6 @@ from lake_orchestration.errors import (
     TableNotFoundError,
     UnsupportedTableVersionError,
 )
-from lake_orchestration.hudi.hfile.bootstrap_index import (
-    FILE_ID_INDEX_PATH,
-    PARTITION_INDEX_PATH,
-    BootstrapIndexReader,
-)
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.file_group import PARTITION_METAFILE_PREFIX, FileGroupId, is_log_file_name
@@ -588,6 +583,13 @@ class HudiTable:
             return cached
         if not self.config.raw.get(HoodieKey.BOOTSTRAP_BASE_PATH.key):
             return {}
+        # here, not at module level: only bootstrapped tables read the index (HFile, ~40 ms of every CLI start)
+        from lake_orchestration.hudi.hfile.bootstrap_index import (
+            FILE_ID_INDEX_PATH,
+            PARTITION_INDEX_PATH,
+            BootstrapIndexReader,
+        )
+
         paths = [self.storage.join(PARTITION_INDEX_PATH), self.storage.join(FILE_ID_INDEX_PATH)]
         if not all(self.storage.exists(p) for p in paths):
             return {}

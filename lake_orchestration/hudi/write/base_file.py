@@ -179,6 +179,10 @@ class BaseFileWriter:
         self._bloom = HoodieBloomFilter.create() if with_bloom_filter and RECORD_KEY in arrow_schema.names else None
         self.path = storage.join(partition_path, self.base_file.name)
         self._props = self._writer_properties(cfg, arrow_schema, (COMMIT_SEQNO, RECORD_KEY, *unique_columns))
+        # a single record key field holds the record keys again: buffered once when equal (same bytes written)
+        self._key_field = (
+            unique_columns[0] if len(unique_columns) == 1 and unique_columns[0] in arrow_schema.names else None
+        )
         self._buffer: list[pa.Table] = []
         self._buffered_rows = 0
         self._buffered_bytes = 0
@@ -246,6 +250,10 @@ class BaseFileWriter:
                 cols[f.name] = col.cast(f.type) if col.type != f.type else col
             else:
                 cols[f.name] = pa.nulls(n, f.type)
+        if self._key_field is not None and RECORD_KEY in cols:
+            key, field = cols[RECORD_KEY], cols[self._key_field]
+            if key is not field and key.type == field.type and key.equals(field):
+                cols[RECORD_KEY] = field
         out = pa.table(cols, schema=self._arrow_schema)
         if RECORD_KEY in out.column_names:
             keys = out.column(RECORD_KEY).combine_chunks()

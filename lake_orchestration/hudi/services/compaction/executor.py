@@ -257,14 +257,15 @@ def execute_operation(
     task: OperationTask,
     *,
     decoded_log: DecodedLog | None = None,
-    close: Callable[[Callable[[], WriteStat | None]], None] | None = None,
+    pipeline: ClosePipeline | None = None,
 ) -> WriteStat | None:
     """Compact one file group; returns its write stat (None when nothing is left to write and there was no base).
 
     The new base file is named with the task's write token (``task.attempt``). ``decoded_log``: the log side the
-    check before the plan went inflight decoded (else it is read and decoded here). ``close``: once every row is
-    merged, the rest (the last row group, the footer, closing the file, the write stat) is handed to it as a
-    function returning the stat (:class:`ClosePipeline` runs it on a background thread) and None is returned.
+    check before the plan went inflight decoded (else it is read and decoded here). ``pipeline``: the previous file
+    group's file may still be closing on its thread (see :class:`ClosePipeline`); once every row is merged, the rest
+    of this one (the last row group, the footer, closing the file, the write stat) is handed to it and None is
+    returned (the stat comes from the pipeline).
     """
     mcfg = task.merge
     p = task.partition_path
@@ -339,8 +340,13 @@ def execute_operation(
         del tables
         merger = SliceMerger(log_records, mcfg)
         if pf is not None:
+            merged_bytes = 0
             for batch in pf.iter_batches(batch_size=131_072):
-                out().write(merger.merge_batch(conform(batch, schema)))
+                merged = merger.merge_batch(conform(batch, schema))
+                if pipeline is not None:
+                    merged_bytes += merged.nbytes
+                    pipeline.admit(merged_bytes)
+                out().write(merged)
         inserts = merger.remaining_inserts(schema)
         n_inserts = 0
         if inserts is not None and inserts.num_rows:
@@ -377,9 +383,11 @@ def execute_operation(
             task, fs, scan, state, new_file, opened.rows, (updated, deleted, n_inserts, n_log_keys), scan_ms, upsert_ms
         )
 
-    if close is not None:
+    if pipeline is not None:
         try:
-            close(finish)  # raises a previous close's error: this file is then left unclosed, as on any failure
+            pipeline.submit(
+                finish
+            )  # raises a previous close's error: this file is then left unclosed, as on any failure
         except BaseException:
             if isinstance(opened, WriteBehind):
                 opened.abort()
@@ -593,21 +601,34 @@ def execute_attempt(
     return execution, attempt
 
 
+#: How much of the next file group (Arrow bytes of merged rows) is merged while the previous file still closes:
+#: the extra memory of the pipeline. A 1M-row group of the benchmark's trips is ~240 MB buffered and its encoding
+#: (snappy/zstd) takes longer than reading and merging the next one, so more overlap would mostly cost memory.
+CLOSE_OVERLAP_BYTES = 128 * 1024 * 1024
+
+
 class ClosePipeline:
     """Closes file group i's new base file (its last row group, the footer) on a background thread while file group
     i+1 is read and merged: a file group of up to ``hoodie.parquet.block.size`` is one row group, whose encoding
     (pyarrow, without the GIL) can only start once its last row is merged, so without this the reading waits for it.
 
-    At most one close is pending: :meth:`submit` first waits for the previous one, so memory holds at most one more
-    buffered row group than a sequential run. A close that fails raises from the next :meth:`submit` or from
-    :meth:`wait`; :meth:`shutdown` waits for a pending close (an error the caller is already raising wins).
+    At most one close is pending, and while it is, the next file group merges at most ``overlap_bytes`` of rows
+    (:meth:`admit`) before waiting for it: memory holds at most that much more than a sequential run. A close that
+    fails raises from the next :meth:`admit`, :meth:`submit` or :meth:`wait`; :meth:`shutdown` waits for a pending
+    close (an error the caller is already raising wins).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, overlap_bytes: int = CLOSE_OVERLAP_BYTES) -> None:
+        self.overlap_bytes = overlap_bytes
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compaction-close")
         self._pending: Future[WriteStat | None] | None = None
         self.stats: list[WriteStat] = []
         """Write stats in task order (closes complete in submission order)."""
+
+    def admit(self, merged_bytes: int) -> None:
+        """Called as the next file group has merged ``merged_bytes``: waits for the pending close beyond the bound."""
+        if self._pending is not None and merged_bytes > self.overlap_bytes:
+            self.wait()
 
     def submit(self, finish: Callable[[], WriteStat | None]) -> None:
         self.wait()
@@ -631,7 +652,7 @@ def run_in_process(
     closed on a background thread while the next one is read and merged (:class:`ClosePipeline`); every file is
     closed (or has failed the run) before this returns.
     """
-    pipeline = ClosePipeline() if pa.cpu_count() > 1 and len(tasks) > 1 else None
+    pipeline = ClosePipeline(CLOSE_OVERLAP_BYTES) if pa.cpu_count() > 1 and len(tasks) > 1 else None
     stats = pipeline.stats if pipeline is not None else []
     try:
         for task in tasks:
@@ -640,7 +661,7 @@ def run_in_process(
             if keep is not None and (decoded_log := keep.take(task)) is not None:
                 kw["decoded_log"] = decoded_log
             if pipeline is not None:
-                kw["close"] = pipeline.submit
+                kw["pipeline"] = pipeline
             stat = execute_operation(task, **kw)
             if stat is not None:
                 stats.append(stat)
