@@ -11,12 +11,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.hudi.services.bootstrap import BootstrapMode, ModeSelector, bootstrap
+from lake_orchestration.hudi.services.bootstrap import BootstrapMode, bootstrap
 from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.objectstore.conftest import ACCESS_KEY, REGION, SECRET_KEY, S3Bucket
-from tests.services.test_bootstrap import DATA_COLUMNS, DATES, _config, _make_source
+from tests.services.test_bootstrap import DATA_COLUMNS, DATES, _config, _full_record_for, _make_source
 
 
 def test_bootstrap_on_s3_regex_mixed_reads_source_rows_then_upsert_and_compaction(s3: S3Bucket, tmp_path: Path) -> None:
@@ -26,13 +26,7 @@ def test_bootstrap_on_s3_regex_mixed_reads_source_rows_then_upsert_and_compactio
     pafs.copy_files(str(local), f"{s3.bucket}/source", destination_filesystem=fs)
     before = {k: fs.get_file_info(f"{s3.bucket}/{k}").size for k in s3.keys("source")}
     config = _config(
-        Path("unused"),
-        **{
-            HoodieKey.BOOTSTRAP_BASE_PATH.key: s3.uri("source"),
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-03",
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
-        },
+        Path("unused"), **{HoodieKey.BOOTSTRAP_BASE_PATH.key: s3.uri("source"), **_full_record_for("dt=2024-01-03")}
     )
     table_uri = s3.uri("events")
     result = bootstrap(table_uri, config, storage_options=s3.storage_options)

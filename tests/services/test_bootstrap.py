@@ -105,6 +105,15 @@ def _config(source: Path, table_type: str = "MERGE_ON_READ", **extra: str) -> Bo
     )
 
 
+def _full_record_for(regex: str) -> dict[str, str]:
+    """Bootstrap options: FULL_RECORD for the partitions matching ``regex``, METADATA_ONLY for the others."""
+    return {
+        HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
+        HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: regex,
+        HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
+    }
+
+
 @pytest.fixture
 def source(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
     root = tmp_path / "source"
@@ -197,15 +206,7 @@ def test_bootstrap_regex_mixed_modes_per_partition(source: tuple[Path, pd.DataFr
     root, rows = source
     before = _hashes(root)
     table_path = tmp_path / "table"
-    config = _config(
-        root,
-        "COPY_ON_WRITE",
-        **{
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-0[13]",
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
-        },
-    )
+    config = _config(root, "COPY_ON_WRITE", **_full_record_for("dt=2024-01-0[13]"))
     result = bootstrap(str(table_path), config)
 
     modes = {p.partition_path: p.mode for p in result.plan.partitions}
@@ -301,14 +302,7 @@ def test_bootstrap_crash_then_rollback_leaves_empty_table_and_rebootstraps(
     before = _hashes(root)
     table_path = tmp_path / "table"
     # METADATA_ONLY for the first two days, FULL_RECORD for the last: the bootstrap after the rollback writes both
-    mixed = _config(
-        root,
-        **{
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-03",
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
-        },
-    )
+    mixed = _config(root, **_full_record_for("dt=2024-01-03"))
     if crash_in == "skeletons":  # killed after a few skeleton files
         real = bootstrap_executor.write_skeleton
         calls = []

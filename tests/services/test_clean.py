@@ -16,7 +16,16 @@ from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.errors import InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.model.avro import CleanerPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, State
-from lake_orchestration.hudi.services.clean import CleanConfig, execute_clean, plan_clean, run_clean, schedule_clean
+from lake_orchestration.hudi.services.clean import (
+    CleanConfig,
+    CleanExecution,
+    CleanPlanning,
+    execute_clean,
+    execute_clean_plan,
+    plan_clean,
+    run_clean,
+    schedule_clean,
+)
 from lake_orchestration.hudi.services.clean import executor as clean_executor
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint, delete_savepoint, list_savepoints
@@ -447,11 +456,8 @@ def test_writer_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: 
     assert set(batch.column("uuid").to_pylist()) <= keys
 
 
-def test_clean_execute_then_commit_as_separate_steps_completes_once(tmp_path: Path) -> None:
-    import pickle
-
-    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
-
+def _executed_clean(tmp_path: Path) -> tuple[Path, pa.Table, Instant, CleanPlanning, CleanExecution]:
+    """A MOR table (:func:`_mor`), its snapshot, and a clean planned (keep 3 commits) and executed, not committed."""
     path = _mor(tmp_path)
     snapshot = hudi_rs_snapshot(path)
     inst, planning, _ = schedule_clean(
@@ -459,6 +465,15 @@ def test_clean_execute_then_commit_as_separate_steps_completes_once(tmp_path: Pa
     )
     assert inst is not None and planning is not None and planning.file_count > 0
     execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    return path, snapshot, inst, planning, execution
+
+
+def test_clean_execute_then_commit_as_separate_steps_completes_once(tmp_path: Path) -> None:
+    import pickle
+
+    from lake_orchestration.hudi.services.clean import commit_clean
+
+    path, snapshot, inst, planning, execution = _executed_clean(tmp_path)
     # executed: every planned file gone, the clean still inflight, its attempt's heartbeat kept for the commit
     assert not {f.rsplit("/", 1)[-1] for fs in planning.files.values() for f in fs} & {
         Path(f).name for f in _data_files(path)
@@ -482,15 +497,9 @@ def test_clean_commit_failed_then_retried_alone_completes_without_executing_agai
     commit keeps the attempt's heartbeat, so the commit retried with the same execution completes the clean; no file
     is deleted again, and a third commit is a no-op."""
     from lake_orchestration.errors import StorageError
-    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
+    from lake_orchestration.hudi.services.clean import commit_clean
 
-    path = _mor(tmp_path)
-    snapshot = hudi_rs_snapshot(path)
-    inst, planning, _ = schedule_clean(
-        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
-    )
-    assert inst is not None and planning is not None and planning.file_count > 0
-    execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    path, snapshot, inst, planning, execution = _executed_clean(tmp_path)
     files_after_execute = _data_files(path)
     heartbeat = path / ".hoodie" / ".heartbeat" / str(inst.time)
     real = HudiTable.transition_to_completed
@@ -524,14 +533,9 @@ def test_clean_commit_failed_then_retried_alone_completes_without_executing_agai
 
 
 def test_clean_commit_refused_when_another_attempt_took_over(tmp_path: Path) -> None:
-    from lake_orchestration.hudi.services.clean import commit_clean, execute_clean_plan
+    from lake_orchestration.hudi.services.clean import commit_clean
 
-    path = _mor(tmp_path)
-    inst, _, _ = schedule_clean(
-        HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
-    )
-    assert inst is not None
-    execution = execute_clean_plan(HudiTable(str(path)), str(inst.time))
+    path, _, inst, _, execution = _executed_clean(tmp_path)
     heartbeat = path / ".hoodie" / ".heartbeat" / str(inst.time)
     heartbeat.write_bytes(b"another attempt\n")  # judged dead and taken over meanwhile
     with pytest.raises(InvalidInstantStateError, match="no longer this process's"):

@@ -8,11 +8,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.engines.spark import SparkEngine
-from lake_orchestration.hudi.services.bootstrap import BootstrapMode, ModeSelector, bootstrap
+from lake_orchestration.hudi.services.bootstrap import BootstrapMode, bootstrap
 from lake_orchestration.hudi.table import HudiTable
-from tests.services.test_bootstrap import DATA_COLUMNS, DATES, _check_read, _config, _hashes, _make_source
+from tests.services.test_bootstrap import (
+    DATA_COLUMNS,
+    DATES,
+    _check_read,
+    _config,
+    _full_record_for,
+    _hashes,
+    _make_source,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -22,14 +29,7 @@ def test_bootstrap_on_spark_regex_mixed_reads_source_rows(spark, tmp_path: Path)
     rows = _make_source(root)
     before = _hashes(root)
     table_path = tmp_path / "table"
-    config = _config(
-        root,
-        **{
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.REGEX.value,
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX.key: "dt=2024-01-02",
-            HoodieKey.BOOTSTRAP_MODE_SELECTOR_REGEX_MODE.key: "FULL_RECORD",
-        },
-    )
+    config = _config(root, **_full_record_for("dt=2024-01-02"))
     result = bootstrap(str(table_path), config, engine=SparkEngine(spark))
 
     assert result.skeleton_files == 6 and result.full_record_rows == int((rows["dt"] == "2024-01-02").sum())
