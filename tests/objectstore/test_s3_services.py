@@ -39,6 +39,7 @@ from lake_orchestration.hudi.write.file_group_writer import write_file_group
 from tests.conftest import HudiFixture
 from tests.objectstore.conftest import S3Bucket
 from tests.oracle import assert_same_rows
+from tests.trips import trips_options
 
 MAINTENANCE = {
     "hoodie.cleaner.commits.retained": "2",
@@ -89,15 +90,7 @@ def _run_flow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> FlowResult:
     so = dict(storage_options)
-    opts = WriteOptions(
-        table_name="trips",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        small_file_limit=0,
-    )
+    opts = trips_options(table_name="trips", table_type=table_type, hive_style_partitioning=True, small_file_limit=0)
     mor = table_type is TableType.MERGE_ON_READ
     events: list[str] = []
 

@@ -24,28 +24,19 @@ import pytest
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
 from lake_orchestration.engines import spark as spark_engine
 from lake_orchestration.engines.spark import SparkEngine
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.objectstore.conftest import SECRET_KEY, S3Bucket
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 pytestmark = pytest.mark.spark
 
 RUN_SPECIFIC = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
-OPTIONS = WriteOptions(
-    table_name="trips",
-    table_type=TableType.MERGE_ON_READ,
-    record_key_fields=("uuid",),
-    partition_fields=("city",),
-    precombine_field="ts",
-    hive_style_partitioning=True,
-    small_file_limit=0,
-    max_rows_per_file=150,
-)
+OPTIONS = trips_options(table_name="trips", hive_style_partitioning=True, small_file_limit=0, max_rows_per_file=150)
 
 
 def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.Table, list, list[str]]:

@@ -23,8 +23,9 @@ from lake_orchestration.hudi.services.clean import CleanConfig, CleaningPolicy, 
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.savepoint import create_savepoint
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.oracle import assert_same_rows
+from tests.trips import trips_options
 
 OPS = st.sampled_from(["upsert", "upsert", "upsert", "delete", "compact", "savepoint", "clean"])
 
@@ -57,15 +58,8 @@ def test_clean_never_deletes_what_a_retained_instant_or_savepoint_reads(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t"
-        opts = WriteOptions(
-            table_name="t",
-            table_type=table_type,
-            record_key_fields=("uuid",),
-            partition_fields=("city",),
-            precombine_field="ts",
-            hive_style_partitioning=True,
-            max_rows_per_file=60,
-            small_file_limit=0,
+        opts = trips_options(
+            table_type=table_type, hive_style_partitioning=True, max_rows_per_file=60, small_file_limit=0
         )
         base = generate_trips(150, partitions=3, seed=seed)
         write_table(str(path), base, operation="bulk_insert", options=opts)

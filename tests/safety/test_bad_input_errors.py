@@ -22,11 +22,11 @@ from click.testing import CliRunner, Result
 
 from lake_orchestration.cli.app import cli
 from lake_orchestration.datagen import generate_trips, generate_updates
-from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 ROWS = generate_trips(120, partitions=3, seed=21)
 
@@ -39,13 +39,7 @@ def _tree(base: Path) -> dict[str, bytes]:
 def _mor(tmp_path: Path, name: str = "t", upserts: int = 2) -> Path:
     """A MERGE_ON_READ table written by this project: a bulk insert and ``upserts`` upserts (log files)."""
     path = tmp_path / name
-    opts = WriteOptions(
-        table_name=name,
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
+    opts = trips_options(table_name=name)
     write_table(str(path), ROWS, operation="bulk_insert", options=opts)
     for i in range(upserts):
         write_table(str(path), generate_updates(ROWS, fraction=0.3, seed=30 + i, ts_offset=i + 1), operation="upsert")

@@ -38,20 +38,13 @@ from lake_orchestration.hudi.services.rollback import rollback_write, stale_writ
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 CLEAN_ONE = {"hoodie.cleaner.commits.retained": "1"}
 
 
 def _opts(table_type: TableType) -> WriteOptions:
-    return WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        max_rows_per_file=100,
-        small_file_limit=0,
-    )
+    return trips_options(table_type=table_type, max_rows_per_file=100, small_file_limit=0)
 
 
 def _table(tmp_path: Path, table_type: TableType, *, upserts: int = 2, name: str = "t") -> tuple[Path, pa.Table]:

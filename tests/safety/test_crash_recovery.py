@@ -30,6 +30,7 @@ from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 # Runs ``sys.argv[2]`` (python code using ``path``) with the storage mutations wrapped: before each one a line
 # "OP <method> <path>" is printed; the CRASH_AT-th one (1-based; 0 = never) kills the process instead. CRASH_ON, if
@@ -145,15 +146,7 @@ def _long_ago(path: Path) -> None:
 
 
 def _opts(table_type: TableType) -> WriteOptions:
-    return WriteOptions(
-        table_name="t",
-        table_type=table_type,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        max_rows_per_file=100,
-        small_file_limit=0,
-    )
+    return trips_options(table_type=table_type, max_rows_per_file=100, small_file_limit=0)
 
 
 def _failed_write(tmp_path: Path, table_type: TableType) -> tuple[Path, str, pa.Table]:

@@ -25,9 +25,10 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import InvalidTablePropertiesError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.conftest import HudiFixture
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
 
 pytestmark = pytest.mark.fixtures
 
@@ -69,13 +70,7 @@ def _tree(base: Path) -> dict[str, bytes]:
 def _project_mor_table(tmp_path: Path) -> Path:
     """A MERGE_ON_READ table written by this project: a bulk insert, then two upserts (log files)."""
     path = tmp_path / "mor"
-    opts = WriteOptions(
-        table_name="mor",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-    )
+    opts = trips_options(table_name="mor")
     rows = generate_trips(300, partitions=3, seed=5)
     write_table(str(path), rows, operation="bulk_insert", options=opts)
     for seed in (6, 7):
