@@ -4,6 +4,7 @@ temporary SQLite metadata DB, no scheduler or triggerer), the table checked here
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,23 @@ def _result(stdout: str) -> Any:
     return json.loads(line.removeprefix("RESULT "))
 
 
+def _run_driver(
+    airflow: AirflowRunner, script: str, *args: str, env: dict[str, str], timeout: float | None = None
+) -> Any:
+    """Run ``python -c script args`` in the Airflow venv (in its home, with ``env``); fails with its stderr unless it
+    exits 0, else returns what it printed after ``RESULT``."""
+    proc = subprocess.run(
+        [str(airflow.python), "-c", script, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=airflow.home,
+    )
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    return _result(proc.stdout)
+
+
 def _ok(run: DagRunResult) -> None:
     assert run.state == "success" and all(s in ("success", "skipped") for s in run.tasks.values()), (
         f"{run.dag_id}: run {run.state}, tasks {run.tasks}\n{run.output[-8000:]}"
@@ -89,17 +107,7 @@ print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "ho
 """
     proc = airflow.cli("--help")  # the CLI starts with the provider installed
     assert proc.returncode == 0, proc.stderr[-3000:]
-    import subprocess
-
-    out = subprocess.run(
-        [str(airflow.python), "-c", script],
-        env=airflow.env(Path("/nonexistent")),
-        capture_output=True,
-        text=True,
-        cwd=airflow.home,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    got = _result(out.stdout)
+    got = _run_driver(airflow, script, env=airflow.env(Path("/nonexistent")))
     assert got["info"]["package-name"] == "lake-orchestration" in got["providers"]
     assert got["hook"] == "lake_orchestration.airflow.hooks.HudiTableHook"
 
@@ -283,20 +291,9 @@ asyncio.run(main())
 def test_commit_trigger_fires_once_per_commit_completed_after_it_started(
     airflow: AirflowRunner, tmp_path: Path
 ) -> None:
-    import subprocess
-
     path, _ = _mor_table(tmp_path)
     baseline = sorted(n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".deltacommit"))
-    proc = subprocess.run(
-        [str(airflow.python), "-c", _COMMIT_TRIGGER, str(path)],
-        env=airflow.env(path),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=airflow.home,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    got = _result(proc.stdout)
+    got = _run_driver(airflow, _COMMIT_TRIGGER, str(path), env=airflow.env(path), timeout=180)
     new = sorted(
         n.split(".")[0] for n in _hoodie_files(path) if n.endswith(".deltacommit") and n.split(".")[0] not in baseline
     )
@@ -341,18 +338,8 @@ print("RESULT", json.dumps({
 def test_hook_location_secrets_only_in_storage_options_operator_path_and_options_win(
     airflow: AirflowRunner, tmp_path: Path
 ) -> None:
-    import subprocess
-
-    proc = subprocess.run(
-        [str(airflow.python), "-c", _HOOK],
-        env={**airflow.env(tmp_path), "AIRFLOW_CONN_HUDI_DEFAULT": '{"conn_type": "hudi", "host": "/data/trips"}'},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=airflow.home,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    got = _result(proc.stdout)
+    env = {**airflow.env(tmp_path), "AIRFLOW_CONN_HUDI_DEFAULT": '{"conn_type": "hudi", "host": "/data/trips"}'}
+    got = _run_driver(airflow, _HOOK, env=env, timeout=120)
     assert got["base_path"] == "s3://bucket/t" and got["override"] == "s3://bucket/other"
     assert got["storage"] == {
         "region": "eu-west-1",
@@ -382,21 +369,10 @@ print("RESULT", json.dumps({"first": first, "again": op.execute({})}))
 def test_execute_operator_on_spark_commits_the_plan_and_a_rerun_is_a_no_op(
     airflow: AirflowRunner, tmp_path: Path
 ) -> None:
-    import subprocess
-
     path, _ = _mor_table(tmp_path)
     plan = schedule_compaction(HudiTable(str(path)), force=True)
     before = hudi_rs_snapshot(path)
-    proc = subprocess.run(
-        [str(airflow.python), "-c", _SPARK_EXECUTE, str(path), str(plan.instant)],
-        env=airflow.env(path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=airflow.home,
-    )
-    assert proc.returncode == 0, proc.stderr[-6000:]
-    got = _result(proc.stdout)
+    got = _run_driver(airflow, _SPARK_EXECUTE, str(path), str(plan.instant), env=airflow.env(path), timeout=600)
     assert got["first"]["instant"] == str(plan.instant) and got["first"]["operations"] == 2
     assert got["first"]["already_committed"] is False
     assert got["again"] == {"instant": str(plan.instant), "already_committed": True}
