@@ -602,9 +602,10 @@ def execute_attempt(
 
 
 #: How much of the next file group (Arrow bytes of merged rows) is merged while the previous file still closes:
-#: the extra memory of the pipeline. A 1M-row group of the benchmark's trips is ~240 MB buffered and its encoding
-#: (snappy/zstd) takes longer than reading and merging the next one, so more overlap would mostly cost memory.
-CLOSE_OVERLAP_BYTES = 128 * 1024 * 1024
+#: the extra memory of the pipeline. 0: the next file group is prepared (log side combined, key index built, base
+#: file opened, first batch read and merged) during the close, then waits for it. Measured on 1M-row file groups
+#: (docs/performance.md, Hudi defaults): 128 MiB gains ~0.2 s more on zstd but +~130 MB of peak RSS (> 1 GB).
+CLOSE_OVERLAP_BYTES = 0
 
 
 class ClosePipeline:
