@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lake_orchestration.hudi.model.avro.models import AvroModel
+from lake_orchestration.hudi.model.avro.models import AvroModel, _avro
 
 _FS_ACTIONS = ("NONE", "EXECUTE", "WRITE", "WRITE_EXECUTE", "READ", "READ_EXECUTE", "READ_WRITE", "ALL")
 """Hadoop ``FsAction`` names by permission bits (``FsAction.values()[bits]``)."""
-
-
-def _avro(name: str) -> dict[str, str]:
-    return {"avro": name}
 
 
 @dataclass(frozen=True, kw_only=True)
