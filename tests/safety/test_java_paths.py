@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -142,13 +143,23 @@ def test_rollback_of_a_table_opened_as_file_uri_writes_hadoop_qualified_base_fil
     assert_same_rows(hudi_rs_snapshot(path), before)
 
 
+def _request_rollback(path: Path, failed: str, requests: list[RollbackRequest]) -> None:
+    """Leave a pending (requested) rollback of ``failed`` whose plan holds ``requests``."""
+    t = HudiTable(str(path))
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
+        rollback_requests=tuple(requests),
+        version=1,
+    )
+    t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
+
+
 @pytest.mark.parametrize("form", ["java", "scheme-less (older releases)"])
 def test_a_pending_rollback_plan_is_resumed_whatever_the_path_form(tmp_path: Path, form: str) -> None:
     path, failed, before = _failed_mor_write(tmp_path)
     written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
     assert written, "the failed write created no base file"
     prefix = "file:" if form == "java" else ""
-    t = HudiTable(str(path))
     reqs = [
         RollbackRequest(
             partition_path=p.parent.name,
@@ -159,70 +170,40 @@ def test_a_pending_rollback_plan_is_resumed_whatever_the_path_form(tmp_path: Pat
         )
         for p in written
     ]
-    plan = RollbackPlan(
-        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-        rollback_requests=tuple(reqs),
-        version=1,
-    )
-    t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
+    _request_rollback(path, failed, reqs)
     rollback_write(HudiTable(str(path)), failed)  # resumes the pending plan
     assert not any(p.exists() for p in written), "a planned base file was not deleted"
     assert not list((path / ".hoodie").glob(f"{failed}.*"))
     assert_same_rows(hudi_rs_snapshot(path), before)
 
 
-def test_a_rollback_plan_naming_a_file_outside_the_table_deletes_nothing(tmp_path: Path) -> None:
+def _assert_rollback_refuses_outside_file(tmp_path: Path, outside: Callable[[Path, Path], str]) -> None:
+    """A pending plan deleting a base file of the failed write and ``outside(table path, victim)`` is refused,
+    naming the victim, and deletes neither."""
     path, failed, _ = _failed_mor_write(tmp_path)
     victim = tmp_path / "elsewhere.parquet"
     victim.write_bytes(b"x")
     written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
-    t = HudiTable(str(path))
-    reqs = [
-        RollbackRequest(
-            partition_path="",
-            file_id="",
-            latest_base_instant="",
-            files_to_be_deleted=(f"file:{written[0]}", f"file:{victim}"),
-            log_blocks_to_be_deleted={},
-        )
-    ]
-    plan = RollbackPlan(
-        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-        rollback_requests=tuple(reqs),
-        version=1,
+    req = RollbackRequest(
+        partition_path="",
+        file_id="",
+        latest_base_instant="",
+        files_to_be_deleted=(f"file:{written[0]}", outside(path, victim)),
+        log_blocks_to_be_deleted={},
     )
-    t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
+    _request_rollback(path, failed, [req])
     with pytest.raises(InvalidInstantStateError, match=r"elsewhere\.parquet"):
         rollback_write(HudiTable(str(path)), failed)
     assert victim.exists() and written[0].exists()
+
+
+def test_a_rollback_plan_naming_a_file_outside_the_table_deletes_nothing(tmp_path: Path) -> None:
+    _assert_rollback_refuses_outside_file(tmp_path, lambda path, victim: f"file:{victim}")
 
 
 def test_a_rollback_plan_climbing_out_of_the_table_with_dot_dot_deletes_nothing(tmp_path: Path) -> None:
     """A path that starts with the base path but leaves it through ``..`` is outside the table too."""
-    path, failed, _ = _failed_mor_write(tmp_path)
-    victim = tmp_path / "elsewhere.parquet"
-    victim.write_bytes(b"x")
-    written = sorted(p for p in path.rglob("*.parquet") if failed in p.name)
-    t = HudiTable(str(path))
-    sneaky = f"file:{path}/../{victim.name}"
-    reqs = [
-        RollbackRequest(
-            partition_path="",
-            file_id="",
-            latest_base_instant="",
-            files_to_be_deleted=(f"file:{written[0]}", sneaky),
-            log_blocks_to_be_deleted={},
-        )
-    ]
-    plan = RollbackPlan(
-        instant_to_rollback=InstantInfo(commit_time=failed, action="deltacommit"),
-        rollback_requests=tuple(reqs),
-        version=1,
-    )
-    t.create_requested(Instant(t.new_instant_time(), Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
-    with pytest.raises(InvalidInstantStateError, match=r"elsewhere\.parquet"):
-        rollback_write(HudiTable(str(path)), failed)
-    assert victim.exists() and written[0].exists()
+    _assert_rollback_refuses_outside_file(tmp_path, lambda path, victim: f"file:{path}/../{victim.name}")
 
 
 @pytest.mark.fixtures
