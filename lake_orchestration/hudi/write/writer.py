@@ -45,7 +45,7 @@ from lake_orchestration.hudi.model.schema import (
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
+from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
 from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group, write_group
 from lake_orchestration.hudi.write.index import tag_locations
@@ -282,7 +282,7 @@ def write_table(
     except BaseException:
         heartbeat.stop(delete=False)  # the expiring heartbeat tells the rollback service the writer is gone
         raise
-    table.storage.delete_dir(table.storage.join(MARKERS_DIR, str(instant)))
+    delete_markers(table.storage, str(instant))
     heartbeat.stop(delete=True)
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False) if records.num_rows else np.array([])
     return WriteResult(

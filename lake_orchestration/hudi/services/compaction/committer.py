@@ -22,7 +22,7 @@ from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
-from lake_orchestration.hudi.table.marker import MARKERS_DIR, reconcile_markers
+from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 if TYPE_CHECKING:
     from lake_orchestration.hudi.services.compaction.executor import CompactionExecution
@@ -77,7 +77,7 @@ def commit_compaction(
                     "show it; re-check the timeline before retrying (the instant time is the idempotency key)"
                 ) from err
             completed = done
-        table.storage.delete_dir(table.storage.join(MARKERS_DIR, instant))
+        delete_markers(table.storage, instant)
     return completed
 
 

@@ -38,7 +38,7 @@ from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_
 from lake_orchestration.hudi.table.heartbeat import attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.table.marker import MARKERS_DIR
+from lake_orchestration.hudi.table.marker import delete_markers, list_markers
 from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
 
@@ -60,16 +60,11 @@ def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict
 
 def _append_markers(table: HudiTable, instant: str) -> set[tuple[str, str, str, str]]:
     """(partition, fileId, writeToken, baseInstant) of the APPEND markers under ``.hoodie/.temp/<instant>``."""
-    st = table.storage
-    root = st.join(MARKERS_DIR, instant)
     out = set()
-    for f in st.walk_files(root) if st.is_dir(root) else ():
-        rel = st.relative(f.path)[len(f"{MARKERS_DIR}/{instant}/") :]
-        data_file, _, io_type = rel.rpartition(".marker.")
-        partition, _, name = data_file.rpartition("/")
-        if io_type == "APPEND" and is_base_file_name(name):
-            bf = BaseFile.parse(name, partition_path=partition)
-            out.add((partition, bf.file_id, bf.write_token, str(bf.instant)))
+    for m in list_markers(table.storage, instant):
+        if m.io_type == "APPEND" and is_base_file_name(m.name):
+            bf = BaseFile.parse(m.name, partition_path=m.partition)
+            out.add((m.partition, bf.file_id, bf.write_token, str(bf.instant)))
     return out
 
 
@@ -270,7 +265,7 @@ def _rollback_inflight_plan_locked(
         for path in paths:
             st.delete_file(path, missing_ok=True)
             deleted.setdefault(p, []).append(base_path_form(st, path))
-    st.delete_dir(st.join(MARKERS_DIR, instant))
+    delete_markers(st, instant)
     meta = rollback_metadata(str(rb_inflight.time), start, instant, action.value, deleted=deleted)
     done = table.transition_to_completed(rb_inflight, meta.to_bytes())
     # Last, revert the compaction to requested (Java's order): a crash before this leaves the compaction inflight,
