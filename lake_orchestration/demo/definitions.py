@@ -16,7 +16,7 @@ import dagster as dg
 
 from lake_orchestration.config.keys import PROPERTIES_FILE, HoodieKey
 from lake_orchestration.dagster import DagsterHudiTranslator, HudiTableConfig, build_hudi_definitions
-from lake_orchestration.demo.table import create_demo_table, ingest_demo_batch
+from lake_orchestration.demo.table import DemoBatch, create_demo_table, ingest_demo_batch
 
 DEMO_TABLE = "demo_trips"
 """Name of the demo table (asset ``hudi/demo_trips``, jobs ``demo_trips__*``)."""
@@ -65,6 +65,22 @@ class DemoIngestConfig(dg.Config):
     """Rows of the bulk_insert that creates the table when it does not exist."""
 
 
+def _batch_metadata(b: DemoBatch, *, seed: int | None = None) -> dict[str, Any]:
+    """The materialization metadata of one run of ``demo/trips_ingest`` (``seed``: absent for the creating run)."""
+    md: dict[str, Any] = {
+        "instants": b.instants,
+        "inserted": dg.MetadataValue.int(b.inserted),
+        "updated": dg.MetadataValue.int(b.updated),
+        "deleted": dg.MetadataValue.int(b.deleted),
+        "records": dg.MetadataValue.int(b.records),
+    }
+    if seed is not None:
+        md["seed"] = dg.MetadataValue.int(seed)
+    md["seconds"] = dg.MetadataValue.float(round(b.seconds, 3))
+    md["rows_per_second"] = dg.MetadataValue.float(round(b.records / b.seconds, 1) if b.seconds else 0.0)
+    return md
+
+
 def build_demo_ingest_definitions(
     cfg: HudiTableConfig, *, cron: str = "*/2 * * * *", translator: DagsterHudiTranslator | None = None
 ) -> dg.Definitions:
@@ -86,19 +102,8 @@ def build_demo_ingest_definitions(
             r = create_demo_table(base, rows=config.initial_rows)
             seconds = time.monotonic() - t0
             context.log.info(f"{cfg.name}: created with bulk_insert {r.instant} ({r.inserted} rows)")
-            return dg.MaterializeResult(
-                metadata={
-                    "instants": [r.instant],
-                    "inserted": dg.MetadataValue.int(r.inserted),
-                    "updated": dg.MetadataValue.int(0),
-                    "deleted": dg.MetadataValue.int(0),
-                    "records": dg.MetadataValue.int(config.initial_rows),
-                    "seconds": dg.MetadataValue.float(round(seconds, 3)),
-                    "rows_per_second": dg.MetadataValue.float(
-                        round(config.initial_rows / seconds, 1) if seconds else 0.0
-                    ),
-                }
-            )
+            created = DemoBatch(instants=[r.instant], inserted=r.inserted, records=config.initial_rows, seconds=seconds)
+            return dg.MaterializeResult(metadata=_batch_metadata(created))
         seed = config.seed if config.seed is not None else 42 + 7919 * len(cfg.open_table().timeline)
         b = ingest_demo_batch(
             base,
@@ -108,18 +113,7 @@ def build_demo_ingest_definitions(
             delete_fraction=config.delete_fraction,
         )
         context.log.info(f"{cfg.name}: {b.instants}: {b.inserted} inserted, {b.updated} updated, {b.deleted} deleted")
-        return dg.MaterializeResult(
-            metadata={
-                "instants": b.instants,
-                "inserted": dg.MetadataValue.int(b.inserted),
-                "updated": dg.MetadataValue.int(b.updated),
-                "deleted": dg.MetadataValue.int(b.deleted),
-                "records": dg.MetadataValue.int(b.records),
-                "seed": dg.MetadataValue.int(seed),
-                "seconds": dg.MetadataValue.float(round(b.seconds, 3)),
-                "rows_per_second": dg.MetadataValue.float(round(b.records / b.seconds, 1) if b.seconds else 0.0),
-            }
-        )
+        return dg.MaterializeResult(metadata=_batch_metadata(b, seed=seed))
 
     job = dg.define_asset_job(tr.get_job_name(cfg, "ingest"), selection=dg.AssetSelection.assets(INGEST_KEY))
     schedule = dg.ScheduleDefinition(name=tr.get_schedule_name(cfg, "ingest"), job=job, cron_schedule=cron)
