@@ -438,13 +438,7 @@ def _fastavro_field(field: dict[str, Any], schema: dict[str, Any]) -> Callable[[
     return enc
 
 
-def _chunks(
-    table: pa.Table,
-    schema: dict[str, Any],
-    *,
-    to_fastavro: Callable[[Any, Any], Any] | None,
-    length_prefix: bool,
-) -> list[tuple[np.ndarray, pa.Buffer]]:
+def _chunks(table: pa.Table, schema: dict[str, Any], *, length_prefix: bool) -> list[tuple[np.ndarray, pa.Buffer]]:
     """Per chunk of rows: the record lengths and the concatenated (length-prefixed) datums."""
     enc = _Encoder(schema)
     fallbacks: dict[str, Callable[[Any], bytes]] = {}
@@ -459,7 +453,7 @@ def _chunks(
         for f in schema["fields"]:
             name = f["name"]
             if name in fallbacks:
-                pieces.append(_fallback_piece(part, f, fallbacks[name], to_fastavro))
+                pieces.append(_fallback_piece(part, f, fallbacks[name]))
             else:
                 pieces.extend(enc.encode(part.column(name), f["type"], None))
         lengths = np.zeros(rows, dtype=np.int64)
@@ -480,51 +474,43 @@ def _chunks(
     return out
 
 
-def encode_records(
-    table: pa.Table, schema: dict[str, Any], *, to_fastavro: Callable[[Any, Any], Any] | None = arrow_to_fastavro
-) -> list[bytes]:
+def encode_records(table: pa.Table, schema: dict[str, Any]) -> list[bytes]:
     """The Avro binary datum of every row of ``table`` (fields by name in schema order).
 
-    ``to_fastavro(value, avro_type)`` converts an Arrow ``to_pylist`` value for fastavro (used for the fields
-    encoded value by value). A field missing from the table takes its default (fastavro's rule).
+    Fields encoded value by value take their Arrow ``to_pylist`` values through :func:`arrow_to_fastavro`. A field
+    missing from the table takes its default (fastavro's rule).
 
     Raises:
         NotVectorizable: a type or value this module does not encode exactly as fastavro; encode with fastavro.
     """
     out: list[bytes] = []
-    for lengths, data in _chunks(table, schema, to_fastavro=to_fastavro, length_prefix=False):
+    for lengths, data in _chunks(table, schema, length_prefix=False):
         raw = data.to_pybytes()
         ends = np.cumsum(lengths).tolist()
         out.extend(raw[s:e] for s, e in zip([0, *ends[:-1]], ends, strict=True))
     return out
 
 
-def length_prefixed_body(
-    table: pa.Table, schema: dict[str, Any], *, to_fastavro: Callable[[Any, Any], Any] | None = arrow_to_fastavro
-) -> bytes:
+def length_prefixed_body(table: pa.Table, schema: dict[str, Any]) -> bytes:
     """Hudi's Avro data block body: per record an int32 big-endian length and the datum (no version or count).
 
     Raises:
         NotVectorizable: as :func:`encode_records`.
     """
-    chunks = _chunks(table, schema, to_fastavro=to_fastavro, length_prefix=True)
+    chunks = _chunks(table, schema, length_prefix=True)
     if len(chunks) == 1:
         return chunks[0][1].to_pybytes()
     return b"".join(memoryview(data) for _, data in chunks)
 
 
-def _fallback_piece(
-    part: pa.Table, field: dict[str, Any], enc: Callable[[Any], bytes], to_fastavro: Callable[[Any, Any], Any] | None
-) -> pa.Array:
+def _fallback_piece(part: pa.Table, field: dict[str, Any], enc: Callable[[Any], bytes]) -> pa.Array:
     name = field["name"]
     if name not in part.column_names:
         if "default" not in field and not (isinstance(field["type"], list) and "null" in field["type"]):
             raise NotVectorizable(f"no value and no default for {name}")
         one = enc(field.get("default"))
         return _constant(one, None, part.num_rows)
-    values = part.column(name).to_pylist()
-    if to_fastavro is not None:
-        values = [to_fastavro(v, field["type"]) for v in values]
+    values = [arrow_to_fastavro(v, field["type"]) for v in part.column(name).to_pylist()]
     try:
         encoded = [enc(v) for v in values]
     except Exception as err:  # fastavro refuses a value: let the whole-record path raise its own error
