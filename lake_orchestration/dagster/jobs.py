@@ -23,7 +23,7 @@ from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
-from lake_orchestration.hudi.services.clean import CleanConfig, CleanExecution
+from lake_orchestration.hudi.services.clean import CleanExecution
 
 
 class RollbackConfig(dg.Config):
@@ -224,14 +224,11 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     )
     from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 
-    def clean_config() -> CleanConfig:
-        return cfg.clean_config()
-
     @table_op(cfg, translator, "clean_plan", "clean")
     def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> PlannedClean:
         dry = _dry(config, cfg.clean_dry_run)
         with hudi_step(cfg) as step:
-            clean = clean_config()
+            clean = cfg.clean_config()
             table = step.open_table()
             _ = table.refresh().timeline  # one listing for the metadata-table check and the pending cleans
             table.ensure_metadata_table_handled(clean.metadata_options(), service="clean", dry_run=dry)
@@ -271,7 +268,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
         executions, skipped = [], []
         with hudi_step(cfg) as step:
-            clean = clean_config()
+            clean = cfg.clean_config()
             table = step.open_table()
             for instant in planned.files_by_instant:
                 step.instant = instant
@@ -296,7 +293,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
         deleted = failed = 0
         temp_files: list[str] = []
         with hudi_step(cfg) as step:
-            clean = clean_config()
+            clean = cfg.clean_config()
             table = step.open_table()
             for execution in executed.executions:
                 step.instant = execution.instant
