@@ -199,7 +199,7 @@ def paimon_table_health(table: PaimonTable) -> PaimonTableHealth:
     buckets: tuple[BucketHealth, ...] = ()
     if snapshot is not None:
         keys = list(schema.partition_keys)
-        buckets = tuple(_bucket_health(b, keys, schema.partition_types) for b in table.buckets(snapshot))
+        buckets = tuple(_bucket_health(b, keys, schema.partition_types) for b in table.buckets(snapshot, schema=schema))
     return PaimonTableHealth(
         table_uri=table.uri,
         snapshot_id=None if snapshot is None else snapshot.id,

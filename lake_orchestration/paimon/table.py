@@ -223,16 +223,17 @@ class PaimonTable:
             raise CorruptFileError(where, f"DELETE entries without a matching ADD in base+delta: {names}")
         return merged
 
-    def buckets(self, snapshot: Snapshot | None = None) -> list[Bucket]:
+    def buckets(self, snapshot: Snapshot | None = None, *, schema: TableSchema | None = None) -> list[Bucket]:
         """The live files of ``snapshot`` (default: the latest) per (partition, bucket), with their LSM levels.
 
-        Level >= 1 runs are ordered by min key with Paimon's key comparator over the latest schema's trimmed
-        primary key; buckets come in (partition bytes, bucket) order.
+        Level >= 1 runs are ordered by min key with Paimon's key comparator over ``schema``'s (default: the latest
+        schema, read here) trimmed primary key; buckets come in (partition bytes, bucket) order.
 
         Raises:
             CorruptFileError: Manifests that do not merge, or overlapping files in one level.
         """
-        schema = self.schema()
+        if schema is None:
+            schema = self.schema()
         options = CoreOptions(schema.options)
         key_types = schema.key_types
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
@@ -257,9 +258,11 @@ class PaimonTable:
         return out
 
     # -- data file paths -------------------------------------------------------------------------------------------
-    def bucket_path(self, partition: BinaryRow, bucket: int) -> str:
-        """Storage path of a bucket directory (``k1=v1/.../bucket-N``; null values as ``__DEFAULT_PARTITION__``)."""
-        schema = self.schema()
+    def bucket_path(self, partition: BinaryRow, bucket: int, *, schema: TableSchema | None = None) -> str:
+        """Storage path of a bucket directory (``k1=v1/.../bucket-N``; null values as ``__DEFAULT_PARTITION__``),
+        with ``schema``'s partition keys (default: the latest schema, read here)."""
+        if schema is None:
+            schema = self.schema()
         default = schema.options.get("partition.default-name", DEFAULT_PARTITION_NAME)
         values = partition.to_values(schema.partition_types)
         parts = []

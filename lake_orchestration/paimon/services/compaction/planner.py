@@ -215,8 +215,8 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
         if r.get("_INDEX_TYPE") == DELETION_VECTORS_INDEX and r.get("_KIND", 0) == 0
     }
     out = []
-    for bucket in table.buckets(snapshot):
-        path = table.storage.relative(table.bucket_path(bucket.partition, bucket.bucket))
+    for bucket in table.buckets(snapshot, schema=schema):
+        path = table.storage.relative(table.bucket_path(bucket.partition, bucket.bucket, schema=schema))
         planned = plan_bucket(bucket, options, schema, full=full, bucket_path=path)
         if planned is None:
             continue
