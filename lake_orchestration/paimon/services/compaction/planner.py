@@ -175,11 +175,21 @@ def plan_bucket(
     )
 
 
-def _check_schemas(table: PaimonTable, schema: TableSchema, planned: BucketCompaction) -> None:
-    """Files written with another schema must have the same columns: schema evolution is not applied here."""
+def _columns(schema: TableSchema) -> list[tuple[int, str, Any]]:
+    return [(f.id, f.name, f.type.json) for f in schema.fields]
+
+
+def _check_schemas(
+    table: PaimonTable, schema: TableSchema, planned: BucketCompaction, same_columns: dict[int, bool]
+) -> None:
+    """Files written with another schema must have the same columns: schema evolution is not applied here.
+
+    ``same_columns`` remembers, per older schema id, whether its columns are ``schema``'s, so each older schema
+    file is read once per plan rather than once per bucket."""
     for schema_id in sorted({f.schema_id for f in planned.files} - {schema.id}):
-        old = table.schema(schema_id)
-        if [(f.id, f.name, f.type.json) for f in old.fields] != [(f.id, f.name, f.type.json) for f in schema.fields]:
+        if schema_id not in same_columns:
+            same_columns[schema_id] = _columns(table.schema(schema_id)) == _columns(schema)
+        if not same_columns[schema_id]:
             names = [f.file_name for f in planned.files if f.schema_id == schema_id][:3]
             raise PlanError(
                 f"{table.uri} bucket {planned.bucket}: files {names} were written with schema {schema_id}, whose "
@@ -215,12 +225,13 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
         if r.get("_INDEX_TYPE") == DELETION_VECTORS_INDEX and r.get("_KIND", 0) == 0
     }
     out = []
+    same_columns: dict[int, bool] = {}
     for bucket in table.buckets(snapshot, schema=schema):
         path = table.storage.relative(table.bucket_path(bucket.partition, bucket.bucket, schema=schema))
         planned = plan_bucket(bucket, options, schema, full=full, bucket_path=path)
         if planned is None:
             continue
-        _check_schemas(table, schema, planned)
+        _check_schemas(table, schema, planned, same_columns)
         if (bucket.partition.data, bucket.bucket) in dv_buckets:
             raise PlanError(
                 f"{table.uri} bucket {bucket.bucket} (partition {bucket.partition.data.hex()}) has deletion vectors "
