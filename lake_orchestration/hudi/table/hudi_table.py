@@ -43,7 +43,6 @@ from lake_orchestration.io.storage import FileInfo, Storage
 log = logging.getLogger(__name__)
 
 HOODIE_DIR = ".hoodie"
-BACKUP_FILE = PROPERTIES_BACKUP_FILE
 METADATA_DIR = "metadata"
 _LISTING_THREADS = 16
 """Folders listed at once on an object store."""
@@ -93,7 +92,7 @@ class HudiTable:
 
     def _load_config(self) -> TableConfig:
         path = self.storage.join(HOODIE_DIR, PROPERTIES_FILE)
-        backup = self.storage.join(HOODIE_DIR, BACKUP_FILE)
+        backup = self.storage.join(HOODIE_DIR, PROPERTIES_BACKUP_FILE)
         try:
             raw = self.storage.read_bytes(path)  # existence is checked only when the read fails (no HEAD first)
         except StorageError:
@@ -194,7 +193,7 @@ class HudiTable:
         :meth:`_load_config` recovers from.
         """
         path = self.storage.join(HOODIE_DIR, PROPERTIES_FILE)
-        backup = self.storage.join(HOODIE_DIR, BACKUP_FILE)
+        backup = self.storage.join(HOODIE_DIR, PROPERTIES_BACKUP_FILE)
         props = dict(self.config.raw)
         for k in remove:
             props.pop(k, None)
