@@ -214,19 +214,29 @@ def verify_execution(table: HudiTable, execution: CompactionExecution, cfg: Comp
     return attempt_check(table, execution.instant, beat, list(execution.stats))
 
 
-def attempt_check(table: HudiTable, instant: str, heartbeat: Heartbeat, stats: list[WriteStat]) -> Callable[[], None]:
-    """See :func:`verify_execution`; ``heartbeat`` holds the attempt's token (a beating one, in process).
+def attempt_check(
+    table: HudiTable,
+    instant: str,
+    heartbeat: Heartbeat,
+    stats: list[WriteStat],
+    *,
+    action: Action = Action.COMPACTION,
+) -> Callable[[], None]:
+    """See :func:`verify_execution`; ``heartbeat`` holds the attempt's token (a beating one, in process);
+    ``action``: ``Action.LOG_COMPACTION`` for a log compaction's plan.
 
     Raises (when called):
         InvalidInstantStateError: the plan is no longer inflight, the heartbeat is no longer the attempt's, or a
             written file is gone.
     """
 
+    label = "log compaction" if action is Action.LOG_COMPACTION else "compaction"
+
     def check() -> None:
         t = table.refresh()
-        cur = t.timeline.get(instant, Action.COMPACTION)
+        cur = t.timeline.get(instant, action)
         why = ""
-        if cur is None or cur.state is not State.INFLIGHT:
+        if cur is None or cur.action is not action or cur.state is not State.INFLIGHT:
             why = "the plan is no longer inflight"
         elif heartbeat.lost or not heartbeat.is_ours():
             why = "its heartbeat is no longer this process's (the attempt was judged dead and taken over)"
@@ -238,7 +248,7 @@ def attempt_check(table: HudiTable, instant: str, heartbeat: Heartbeat, stats: l
             raise InvalidInstantStateError(
                 t.base_uri,
                 instant,
-                f"compaction {instant} is not committed by this process: {why}; nothing was committed",
+                f"{label} {instant} is not committed by this process: {why}; nothing was committed",
             )
 
     return check

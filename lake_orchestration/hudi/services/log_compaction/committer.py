@@ -9,9 +9,9 @@ present; otherwise nothing is committed.
 
 from __future__ import annotations
 
-from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.services.compaction.committer import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
@@ -45,7 +45,7 @@ def commit_log_compaction(
     md = execution.metadata
     try:
         with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
-            _verify(table, instant, beat, md)
+            attempt_check(table, instant, beat, md.write_stats(), action=Action.LOG_COMPACTION)()
             table.transition_to_completed(
                 Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes()
             )
@@ -55,21 +55,3 @@ def commit_log_compaction(
         raise
     beat.stop(delete=True)
     return md
-
-
-def _verify(table: HudiTable, instant: str, heartbeat: Heartbeat, md: CommitMetadata) -> None:
-    """Under the commit's lock: the plan is still inflight, the heartbeat still ours, every written file there."""
-    cur = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
-    why = ""
-    if cur is None or cur.action is not Action.LOG_COMPACTION or cur.state is not State.INFLIGHT:
-        why = "the plan is no longer inflight"
-    elif heartbeat.lost or not heartbeat.is_ours():
-        why = "its heartbeat is no longer this process's (the attempt was judged dead and rolled back)"
-    else:
-        gone = [s.path for s in md.write_stats() if s.path and not table.storage.exists(table.storage.join(s.path))]
-        if gone:
-            why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
-    if why:
-        raise InvalidInstantStateError(
-            table.base_uri, instant, f"log compaction {instant} is not committed by this process: {why}"
-        )
