@@ -1,0 +1,121 @@
+"""Run by the Java Hudi venv's interpreter (PySpark 3.5 + the Hudi Spark bundle from Maven Central), never imported
+by the tests: one long-lived Spark session driving Java Hudi, commanded by JSON lines on stdin, each answered by one
+JSON line on the protocol stream. Independent of lake_orchestration (it never imports it).
+
+Usage: python hudi_java_driver.py JARS_CSV
+
+Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error": "...", "trace": "..."}``:
+- ``write``: ``path``, ``input`` (a parquet file or folder: the rows, exact types), ``options`` (``hoodie.*`` write
+  options), ``mode`` (``append`` default, ``overwrite``) -> ``{"instants": [...]}`` (completed instants after).
+- ``read``: ``path``, ``options`` (e.g. ``hoodie.datasource.query.type``), ``output`` (a parquet folder written with
+  the rows; ``None``: only count) -> ``{"count": n}``.
+- ``sql``: ``query`` -> ``{"rows": [...]}`` (each row a dict; values JSON-encoded with ``str`` for the rest).
+- ``register``: ``name``, ``path`` -> creates the catalog table ``name`` over the existing table at ``path``.
+- ``ping`` -> ``{"spark": version}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+# The protocol owns the original stdout; everything else that writes to fd 1 (the JVM started below inherits it,
+# log4j, py4j) goes to stderr, so a stray line can never corrupt an answer.
+_PROTO = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+
+def _session(jars: str) -> SparkSession:
+    builder = (
+        SparkSession.builder.master(os.environ.get("JAVA_HUDI_MASTER", "local[2]"))
+        .appName("java-hudi-oracle")
+        .config("spark.jars", jars)
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", os.environ.get("JAVA_HUDI_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.sql.warehouse.dir", os.environ.get("JAVA_HUDI_WAREHOUSE", "/tmp/java-hudi-warehouse"))
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _completed_instants(spark: SparkSession, path: str) -> list[str]:
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    builder = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+    try:  # 0.15: a StorageConfiguration
+        builder = builder.setConf(jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(conf))
+    except Exception:  # noqa: BLE001 - 0.14: a Hadoop Configuration
+        builder = builder.setConf(conf)
+    meta = builder.setBasePath(path).build()
+    timeline = meta.getActiveTimeline().filterCompletedInstants()
+    return [str(i.getFileName()) for i in timeline.getInstants().toArray()]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
+    op = cmd["op"]
+    if op == "ping":
+        return {"spark": spark.version}
+    if op == "write":
+        df = spark.read.parquet(cmd["input"])
+        df.write.format("hudi").options(**cmd.get("options", {})).mode(cmd.get("mode", "append")).save(cmd["path"])
+        return {"instants": _completed_instants(spark, cmd["path"])}
+    if op == "read":
+        df = spark.read.format("hudi").options(**cmd.get("options", {})).load(cmd["path"])
+        if cmd.get("output"):
+            df.write.mode("overwrite").parquet(cmd["output"])
+            return {"count": spark.read.parquet(cmd["output"]).count()}
+        return {"count": df.count()}
+    if op == "sql":
+        rows = spark.sql(cmd["query"]).collect()
+        return {"rows": [_jsonable(r.asDict(recursive=True)) for r in rows]}
+    if op == "register":
+        spark.sql(f"DROP TABLE IF EXISTS {cmd['name']}")
+        spark.sql(f"CREATE TABLE {cmd['name']} USING hudi LOCATION '{cmd['path']}'")
+        return {}
+    if op == "instants":
+        return {"instants": _completed_instants(spark, cmd["path"])}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def main() -> None:
+    spark = _session(sys.argv[1])
+    _PROTO.write(json.dumps({"ok": True, "result": {"spark": spark.version}}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = {"ok": True, "result": handle(spark, json.loads(line))}
+        except Exception as err:  # noqa: BLE001 - every failure is answered, the session lives on
+            answer = {"ok": False, "error": f"{type(err).__name__}: {err}"[:20000], "trace": traceback.format_exc()}
+        _PROTO.write(json.dumps(answer) + "\n")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
