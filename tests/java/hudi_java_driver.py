@@ -44,7 +44,7 @@ def _session(jars: str) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", os.environ.get("JAVA_HUDI_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", os.environ.get("JAVA_HUDI_DRIVER_MEMORY", "1g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
         .config("spark.sql.warehouse.dir", os.environ.get("JAVA_HUDI_WAREHOUSE", "/tmp/java-hudi-warehouse"))
@@ -60,7 +60,7 @@ def _completed_instants(spark: SparkSession, path: str) -> list[str]:
     builder = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
     try:  # 0.15: a StorageConfiguration
         builder = builder.setConf(jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(conf))
-    except Exception:  # noqa: BLE001 - 0.14: a Hadoop Configuration
+    except Exception:
         builder = builder.setConf(conf)
     meta = builder.setBasePath(path).build()
     timeline = meta.getActiveTimeline().filterCompletedInstants()
@@ -111,7 +111,7 @@ def main() -> None:
             continue
         try:
             answer = {"ok": True, "result": handle(spark, json.loads(line))}
-        except Exception as err:  # noqa: BLE001 - every failure is answered, the session lives on
+        except Exception as err:
             answer = {"ok": False, "error": f"{type(err).__name__}: {err}"[:20000], "trace": traceback.format_exc()}
         _PROTO.write(json.dumps(answer) + "\n")
     spark.stop()

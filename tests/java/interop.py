@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.write import WriteOptions
-from tests.java.conftest import JavaHudi
+from tests.java.harness import JavaHudi
 
 META_COLUMNS = (
     "_hoodie_commit_time",
@@ -82,7 +82,9 @@ class Shape:
 
 PARTITIONED = Shape("partitioned", ("uuid",), ("city",), "org.apache.hudi.keygen.SimpleKeyGenerator")
 NON_PARTITIONED = Shape("non-partitioned", ("uuid",), (), "org.apache.hudi.keygen.NonpartitionedKeyGenerator")
-COMPLEX = Shape("complex keys", ("uuid", "rider"), ("city", "driver_bucket"), "org.apache.hudi.keygen.ComplexKeyGenerator", True)
+COMPLEX = Shape(
+    "complex keys", ("uuid", "rider"), ("city", "driver_bucket"), "org.apache.hudi.keygen.ComplexKeyGenerator", True
+)
 SHAPES = {s.name: s for s in (PARTITIONED, NON_PARTITIONED, COMPLEX)}
 
 
@@ -171,7 +173,9 @@ def java_write(java: JavaHudi, table: JavaTable, data: pa.Table, operation: str,
 def java_history(java: JavaHudi, path: Path, shape: Shape, table_type: TableType, *, rows: int = 400) -> JavaTable:
     """Java writes a table with several commits: insert, upsert, delete, then an upsert with new keys."""
     base = trips(rows, seed=1)
-    table = JavaTable(path, shape, table_type, Model(("city", "uuid") if shape.partition else ("uuid",)), base.schema, [], path.parent)
+    table = JavaTable(
+        path, shape, table_type, Model(("city", "uuid") if shape.partition else ("uuid",)), base.schema, [], path.parent
+    )
     java_write(java, table, base, "insert")
     java_write(java, table, generate_updates(base, fraction=0.3, seed=2, ts_offset=10**6), "upsert")
     java_write(java, table, pick_deletes(base, fraction=0.1, seed=3), "delete")
@@ -183,7 +187,7 @@ def java_history(java: JavaHudi, path: Path, shape: Shape, table_type: TableType
 def java_read(java: JavaHudi, table: JavaTable | Path, query: str = "snapshot", **options: str) -> pa.Table:
     """What Java reads: ``snapshot``, ``read_optimized`` or ``incremental`` (``begin`` instant in ``options``)."""
     path = table.path if isinstance(table, JavaTable) else table
-    out = (table.tmp("read") if isinstance(table, JavaTable) else path.parent / f"read-{query}")
+    out = table.tmp("read") if isinstance(table, JavaTable) else path.parent / f"read-{query}"
     shutil.rmtree(out, ignore_errors=True)
     opts = {"hoodie.datasource.query.type": query, **options}
     java.call("read", path=str(path), options=opts, output=str(out))
@@ -221,5 +225,7 @@ def procedure(java: JavaHudi, name: str, table: JavaTable | Path, **args: Any) -
     path = table.path if isinstance(table, JavaTable) else table
     catalog = f"t_{abs(hash(str(path))) % 10**12}"
     java.call("register", name=catalog, path=str(path))
-    rendered = ", ".join([f"table => '{catalog}'", *(f"{k} => {v!r}" if isinstance(v, str) else f"{k} => {v}" for k, v in args.items())])
+    rendered = ", ".join(
+        [f"table => '{catalog}'", *(f"{k} => {v!r}" if isinstance(v, str) else f"{k} => {v}" for k, v in args.items())]
+    )
     return java.call("sql", query=f"call {name}({rendered})")["rows"]

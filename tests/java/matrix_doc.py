@@ -32,7 +32,9 @@ def render(cells: list[dict[str, str]]) -> str:
     passed = sum(c["status"] == "passed" for c in cells)
     out.append(f"Last run: {passed} of {len(cells)} cells passed (Java Hudi {', '.join(versions)}).\n")
     for direction in sorted(by_direction):
-        out.append(f"\n## {direction}\n\n| table | service | what Java checks | result | test |\n|---|---|---|---|---|\n")
+        out.append(
+            f"\n## {direction}\n\n| table | service | what Java checks | result | test |\n|---|---|---|---|---|\n"
+        )
         for c in sorted(by_direction[direction], key=lambda c: (c.get("table", ""), c.get("service", ""))):
             name = c["test"].split("::", 1)[-1]
             path = c["test"].split("::", 1)[0]

@@ -13,7 +13,7 @@ from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
-from tests.java.conftest import JavaHudi
+from tests.java.harness import JavaHudi
 from tests.java.interop import (
     COMPLEX,
     NON_PARTITIONED,
@@ -79,7 +79,8 @@ def assert_java_reads_model(java: JavaHudi, t: JavaTable, before: pa.Table) -> p
 @pytest.mark.interop(
     direction="Java writes → our service → Java reads",
     service="compaction",
-    checks="snapshot, read-optimized, incremental; show_compaction, show_commits; Java upserts + compacts + cleans + archives after",
+    checks="snapshot, read-optimized, incremental; show_compaction, show_commits; "
+    "Java upserts + compacts + cleans + archives after",
 )
 def test_our_compaction(java_hudi: JavaHudi, java_table, shape: Shape) -> None:  # type: ignore[no-untyped-def]
     t = java_table(shape, MOR)
