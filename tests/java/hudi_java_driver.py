@@ -13,6 +13,9 @@ Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true,
 - ``sql``: ``query`` -> ``{"rows": [...]}`` (each row a dict; values JSON-encoded with ``str`` for the rest).
 - ``register``: ``name``, ``path`` -> creates the catalog table ``name`` over the existing table at ``path``.
 - ``ping`` -> ``{"spark": version}``.
+- ``timed_write``: as ``write``, plus ``seconds``: the JVM-side wall time of the datasource write alone (reading the
+  input included, listing the completed instants after it not), for ``benchmarks/java_peer_benchmark.py``.
+- ``timed_sql``: as ``sql``, plus ``seconds``: the wall time of running and collecting ``query`` (a procedure call).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -100,6 +104,17 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
         return {}
     if op == "instants":
         return {"instants": _completed_instants(spark, cmd["path"])}
+    if op == "timed_write":
+        t0 = time.perf_counter()
+        df = spark.read.parquet(cmd["input"])
+        df.write.format("hudi").options(**cmd.get("options", {})).mode(cmd.get("mode", "append")).save(cmd["path"])
+        seconds = time.perf_counter() - t0
+        return {"instants": _completed_instants(spark, cmd["path"]), "seconds": seconds}
+    if op == "timed_sql":
+        t0 = time.perf_counter()
+        rows = spark.sql(cmd["query"]).collect()
+        seconds = time.perf_counter() - t0
+        return {"rows": [_jsonable(r.asDict(recursive=True)) for r in rows], "seconds": seconds}
     raise ValueError(f"unknown op {op!r}")
 
 
