@@ -203,7 +203,44 @@ class InvalidOptionError(PlanError):
 
 
 class CommitStateUnknownError(LakeOrchestrationError):
-    """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up."""
+    """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up.
+
+    Raised when a create-if-absent of a commit file (a completed instant, an archive file, a Paimon snapshot) failed
+    ambiguously (answered ``412`` or lost in transport) and reading the object back could not decide whether this
+    attempt created it. Deliberately not a :class:`StorageError`: handlers that clean up after a failed write must
+    not catch it, since the commit may be durable and reference every file of the attempt.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class WriteConflictError(LakeOrchestrationError):
+    """Optimistic concurrency: a write cannot commit because an instant completed (or a compaction or clustering was
+    scheduled) since it started on the same file groups (Hudi's ``HoodieWriteConflictException`` of
+    ``SimpleConcurrentFileWritesConflictResolutionStrategy``). The write is rolled back; run it again."""
+
+    def __init__(
+        self, *, table_uri: str, instant: str, other: str, file_ids: list[str], rolled_back: bool, detail: str = ""
+    ) -> None:
+        self.table_uri = table_uri
+        self.instant = instant
+        self.other = other
+        self.file_ids = file_ids
+        self.rolled_back = rolled_back
+        shown = ", ".join(file_ids[:5]) + (f" (+{len(file_ids) - 5} more)" if len(file_ids) > 5 else "")
+        outcome = (
+            "it was rolled back (none of its rows are visible, its files are deleted): run it again"
+            if rolled_back
+            else "it is left inflight and will be rolled back as a failed write (lake-orch rollback --stale): run it "
+            "again" + (f" ({detail})" if detail else "")
+        )
+        super().__init__(
+            f"Write conflict on {table_uri}: write {instant} touched file group(s) {shown} that {other} changed "
+            f"since {instant} started; expected no other instant on those file groups (optimistic concurrency), "
+            f"so {instant} was not committed and {outcome}"
+        )
 
 
 class TableLockedError(LakeOrchestrationError):

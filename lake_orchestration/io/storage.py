@@ -15,7 +15,9 @@ Every timeline file is written with :meth:`Storage.create_if_absent`, which neve
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 from lake_orchestration.errors import (
+    CommitStateUnknownError,
     ConditionalWriteUnsupportedError,
     CorruptFileError,
     FileAlreadyExistsError,
@@ -42,6 +45,15 @@ from lake_orchestration.io.object_store import (
     conditional_put_mode,
     s3_filesystem_options,
 )
+
+log = logging.getLogger(__name__)
+
+_CREATE_ATTEMPTS = 3
+"""Conditional PUTs of one create: the first, and again after a failure that left the object absent."""
+_READ_BACK_ATTEMPTS = 3
+"""Tries to read an object back after an ambiguous create."""
+_UNREADABLE = object()
+""":meth:`Storage._read_back`: the object could not be read (its existence is unknown)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,8 +262,7 @@ class Storage:
                     os.unlink(tmp)
             return
         if self._creator is not None and self._conditional_put != "false":
-            _, _, key = path.partition("/")  # bucket/key
-            self._creator.create(key, data, display=self.uri(path))
+            self._create_on_store(path, data)
             return
         if self._conditional_put != "false":
             raise ConditionalWriteUnsupportedError(
@@ -261,6 +272,78 @@ class Storage:
         if self.exists(path):
             raise FileAlreadyExistsError(self.uri(path))
         self.write_bytes(path, data)
+
+    def _create_on_store(self, path: str, data: bytes) -> None:
+        """The conditional PUT, with the ambiguous-write rule (pyiceberg's and Paimon's "unknown commit state").
+
+        A conditional PUT the store applied but whose response was lost is retried by the client and answered
+        ``412``; a transport error leaves it unknown whether the store applied it. Neither is a lost race by
+        itself, so the object is read back and decided by its content: what this attempt wrote (its content is the
+        attempt token: commit metadata naming this attempt's files, an archive file's records, a lock's owner
+        token, a Paimon snapshot naming this attempt's manifest lists) means created by us; other content means
+        another writer won; absent means not created, and the create is sent again. Undecidable (the object
+        cannot be read back, or the store keeps failing) raises :class:`CommitStateUnknownError`: the caller must
+        leave everything in place.
+        """
+        _, _, key = path.partition("/")  # bucket/key
+        display = self.uri(path)
+        assert self._creator is not None
+        first: StorageError | None = None
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            try:
+                self._creator.create(key, data, display=display)
+                if attempt > 1:
+                    log.warning("Created %s on attempt %d after an ambiguous failure (%s)", display, attempt, first)
+                return
+            except ConditionalWriteUnsupportedError:
+                raise
+            except StorageError as err:  # 412 (FileAlreadyExistsError) or a transport/server error
+                first = first or err
+                current = err
+            found = self._read_back(path)
+            if found is _UNREADABLE:
+                break
+            if found is None:
+                if isinstance(current, FileAlreadyExistsError):
+                    # 412 and then absent: created by someone and deleted since; not ours (ours is never deleted
+                    # by us before the caller knows it was created)
+                    raise current
+                continue  # the PUT did not apply: send it again (a late copy of it would be answered 412)
+            if found == data:
+                log.warning(
+                    "The create of %s was answered ambiguously (%s) but the object holds exactly what this attempt "
+                    "wrote: it was created by this attempt (its response was lost)",
+                    display,
+                    current,
+                )
+                return
+            if isinstance(current, FileAlreadyExistsError):
+                raise current  # a lost race: another writer's content
+            raise FileAlreadyExistsError(display) from current
+        raise CommitStateUnknownError(
+            f"The create of {display} failed ambiguously ({first}) and the object could not be read back to decide "
+            "whether this attempt created it; expected to read it back, or to find it absent. Nothing was cleaned "
+            "up: check whether the object exists and holds this attempt's content before retrying",
+            path=display,
+        )
+
+    def _read_back(self, path: str) -> bytes | object | None:
+        """The object's content, None if absent, :data:`_UNREADABLE` if it cannot be read (a few tries)."""
+        for i in range(_READ_BACK_ATTEMPTS):
+            try:
+                info = self.fs.get_file_info(path)
+                if info.type == pafs.FileType.NotFound:
+                    return None
+                with self.fs.open_input_stream(path) as f:
+                    return bytes(f.read())
+            except FileNotFoundError:
+                return None
+            except OSError as err:
+                log.warning(
+                    "Reading back %s failed (%s), try %d of %d", self.uri(path), err, i + 1, _READ_BACK_ATTEMPTS
+                )
+                time.sleep(0.2 * (i + 1))
+        return _UNREADABLE
 
     def delete_file(self, path: str, *, missing_ok: bool = False) -> None:
         try:
