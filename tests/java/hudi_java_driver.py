@@ -81,6 +81,29 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+_LOCKS: dict[str, Any] = {}
+
+
+def _lock_provider(spark: SparkSession, path: str, options: dict[str, str]) -> Any:
+    if path not in _LOCKS:
+        jvm = spark.sparkContext._jvm
+        props = jvm.java.util.Properties()
+        for key, value in {"hoodie.base.path": path, "hoodie.write.lock.filesystem.expire": "0", **options}.items():
+            props.setProperty(key, value)
+        conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
+            spark.sparkContext._jsc.hadoopConfiguration()
+        )
+        lock_conf = jvm.org.apache.hudi.common.config.LockConfiguration(props)
+        _LOCKS[path] = jvm.org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider(lock_conf, conf)
+    return _LOCKS[path]
+
+
+def _write(spark: SparkSession, cmd: dict[str, Any], source: str) -> list[str]:
+    df = spark.read.parquet(source)
+    df.write.format("hudi").options(**cmd.get("options", {})).mode(cmd.get("mode", "append")).save(cmd["path"])
+    return _completed_instants(spark, cmd["path"])
+
+
 def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
     op = cmd["op"]
     if op == "ping":
@@ -102,6 +125,28 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
         spark.sql(f"DROP TABLE IF EXISTS {cmd['name']}")
         spark.sql(f"CREATE TABLE {cmd['name']} USING hudi LOCATION '{cmd['path']}'")
         return {}
+    if op == "lock":
+        provider = _lock_provider(spark, cmd["path"], cmd.get("options", {}))
+        jvm = spark.sparkContext._jvm
+        acquired = None
+        if cmd["action"] == "try":
+            acquired = bool(provider.tryLock(0, jvm.java.util.concurrent.TimeUnit.MILLISECONDS))
+        elif cmd["action"] == "unlock":
+            provider.unlock()
+        else:
+            raise ValueError(f"unknown lock action {cmd['action']!r}")
+        return {"acquired": acquired, "lock": str(provider.getLock()), "owner": provider.getCurrentOwnerLockInfo()}
+    if op == "write_loop":
+        writes = []
+        for source in cmd["inputs"]:
+            try:
+                writes.append({"input": source, "ok": True, "error": "", "instants": _write(spark, cmd, source)})
+            except Exception as err:
+                writes.append({"input": source, "ok": False, "error": f"{type(err).__name__}: {err}"[:4000]})
+            time.sleep(float(cmd.get("pause_s", 0)))
+        return {"writes": writes}
+    if op == "pid":
+        return {"jvm": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())}
     if op == "instants":
         return {"instants": _completed_instants(spark, cmd["path"])}
     if op == "timed_write":

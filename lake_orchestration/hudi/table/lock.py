@@ -1,13 +1,24 @@
 """The table lock: one ``lock`` file, created with create-if-absent, that every service and writer holds for its
 critical section.
 
-Mirrors Hudi's ``FileSystemBasedLockProvider``: the lock is the file ``<base>/.hoodie/lock`` (or
-``<hoodie.write.lock.filesystem.path>/lock``), created without overwrite (an exclusive create locally, as Java's
-``fs.create(path, false)``) and deleted on release, so a Java writer
-configured with that provider and this project exclude each other. Its content is what Java writes (the
-``LockInfo`` JSON: ``lockCreateTime``, ``lockThreadName``, ``lockStacksInfo``; Java only reads it back as a string
-for its log) plus who holds it (``lockOwner`` host:pid, ``lockOperation``, ``lockToken``) and how long it stays
-valid without a heartbeat (``lockHeartbeatIntervalMs``, ``lockExpireMs``).
+It is the lock of Hudi's ``FileSystemBasedLockProvider`` (Java 0.15, read from the class): the file
+``<hoodie.base.path>/.hoodie/lock`` (or ``<hoodie.write.lock.filesystem.path>/lock``), created without overwrite and
+deleted on release, so a Java writer configured with that provider and this project exclude each other
+(``docs/how-to/concurrency.md``, tested against Java in ``tests/java/test_beside_java_writer.py``). What Java does:
+
+- ``tryLock``: if the file exists and is older (mtime) than ``hoodie.write.lock.filesystem.expire`` minutes (``0``,
+  the default: never), delete it; if it exists otherwise, fail this try; else ``fs.create(lock, false)`` and hold.
+  Its ``LockManager`` retries ``hoodie.write.lock.client.num_retries`` times,
+  ``hoodie.write.lock.client.wait_time_ms_between_retry`` apart, then fails the write.
+- The create is a check-then-create on Hadoop's local file system (``exists`` then an open without O_EXCL), and the
+  ``LockInfo`` JSON is written only ``if (!fs.exists(lock))`` right after the create: Java's lock file is **empty**,
+  with Hadoop's checksum file ``.lock.crc`` beside it. Java reads the content back only as a string for its log.
+- ``unlock``: delete the file (and its ``.crc``), whoever created it.
+
+Our lock file carries Java's ``LockInfo`` fields (``lockCreateTime``, ``lockThreadName``, ``lockStacksInfo``) plus who
+holds it (``lockOwner`` host:pid, ``lockOperation``, ``lockToken``) and how long it stays valid without a heartbeat
+(``lockHeartbeatIntervalMs``, ``lockExpireMs``). A lock file without our token (empty: Java's) is judged as Java
+judges it, by ``hoodie.write.lock.filesystem.expire``.
 
 Differences from Java, all on the safe side:
 
@@ -19,12 +30,18 @@ Differences from Java, all on the safe side:
 - A takeover moves the stale file away atomically (rename), checks that what it moved is still the stale lock it
   judged, then creates its own lock and re-reads it to verify ownership; release deletes the file only if it is
   still ours (Java deletes unconditionally).
+- Java's check-then-create can truncate a lock file we have just created (its check ran before our create): we
+  create with O_EXCL, wait :data:`RACE_SETTLE_MS`, and hold the lock only if the file still has our content; else
+  the Java writer believes it holds the lock and we wait for it. Locally every timeline change re-reads the lock
+  file first, so a lock lost that way later stops the section before its next change.
+- A Java lock's leftover ``.lock.crc`` is deleted once we take over its stale lock or hold the lock ourselves (Java
+  would fail to verify our content against it).
 - Reentrant per thread: a service that runs another one in the same thread (``compaction run --schedule``) takes
   the lock once; other threads of the same process wait like other processes.
 - A lock lost while held (the holder was paused past the expiry and another process took it over) stops the
   section: every timeline file created and every archive change under the lock first calls
-  :meth:`HudiTable.check_lock`, which raises :class:`TableLockLostError` once the heartbeat found the file gone or
-  another's, or, when the heartbeat is late, after reading the lock file itself.
+  :meth:`HudiTable.check_lock`, which raises :class:`TableLockLostError` once the file is gone or another's (read
+  locally before every change, remotely when the heartbeat is late).
 
 On S3 and GCS the create is a conditional PUT (``If-None-Match: *``, see :meth:`Storage.create_if_absent`): of two
 processes creating the lock at the same instant exactly one succeeds. A storage without atomic creates (a store
@@ -72,6 +89,14 @@ FILESYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBa
 IN_PROCESS_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 _PROVIDERS = {p.rsplit(".", 1)[-1].lower(): p for p in (FILESYSTEM_LOCK_PROVIDER, IN_PROCESS_LOCK_PROVIDER)}
 _PROVIDERS_TEXT = f"{FILESYSTEM_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
+JAVA_EMPTY_LOCK_OWNER = "a Java writer (FileSystemBasedLockProvider: empty lock file)"
+"""Owner named for an empty lock file: what Java 0.15's ``FileSystemBasedLockProvider`` leaves while it holds the
+lock (``acquireLock`` writes ``LockInfo`` only ``if (!fs.exists(lockFile))`` right after creating that file)."""
+RACE_SETTLE_MS = 200
+"""After creating the lock file locally, how long to wait before checking that it is still ours: a Java writer
+whose check (``fs.exists``) ran before our create opens the same file without O_EXCL and truncates it (Hadoop's
+``RawLocalFileSystem.create`` is check-then-open), believing it holds the lock. Its window is the few
+milliseconds between its check and its open; a file found empty (or changed) after this pause is not ours."""
 _JAVA_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # Java's SimpleDateFormat("yyyy-MM-dd HH:mm:ss.SSS"), cut to ms
 _MAX_STACK_FRAMES = 30
 
@@ -212,9 +237,12 @@ def _read(storage: Storage, path: str, cfg: LockConfig) -> LockInfo | None:
         obj = None
     java_expire = cfg.expire_minutes * 60_000 if cfg.expire_minutes > 0 else None
     if not isinstance(obj, dict):
+        # Java 0.15 creates the file and writes LockInfo only if the file does not exist yet, which it always does
+        # by then: a Java writer's lock file is empty.
+        owner = JAVA_EMPTY_LOCK_OWNER if not raw else "unknown (lock file is not LockInfo JSON)"
         return LockInfo(
             path=storage.uri(path),
-            owner="unknown (lock file is not LockInfo JSON)",
+            owner=owner,
             operation="",
             since=datetime.fromtimestamp(mtime / 1000).strftime(_JAVA_TIME_FORMAT)[:-3],
             mtime_ms=mtime,
@@ -328,12 +356,16 @@ class _Held:
 
     def ensure_held(self) -> None:
         """Raise :class:`TableLockLostError` if this lock was lost; called by the holding thread before each change
-        of the timeline or the archive. No request while the heartbeat is on time; when it is late (the process was
-        paused, the heartbeat thread starved), another process may have judged the lock stale: the lock file is
-        read (and refreshed if still ours) before going on."""
+        of the timeline or the archive. Locally the lock file is read (and refreshed if still ours) every time;
+        remotely no request while the heartbeat is on time, and when it is late (the process was paused, the
+        heartbeat thread starved), another process may have judged the lock stale: the file is read then."""
         if not self.cfg.uses_file or threading.get_ident() != self.thread or os.getpid() != self.pid:
             return
-        if not self.lost and (time.monotonic() - self.confirmed) * 1000 > self.cfg.heartbeat_interval_ms:
+        # Locally a read of the lock file costs microseconds: check it before every change, so a lock lost to a
+        # Java writer's racing create (see RACE_SETTLE_MS) stops the section at once; remotely only when the
+        # heartbeat is late.
+        late = (time.monotonic() - self.confirmed) * 1000 > self.cfg.heartbeat_interval_ms
+        if not self.lost and (late or self.storage.is_local):
             self.beat()
         if self.lost:
             raise TableLockLostError(
@@ -394,6 +426,7 @@ def _try_take_over(storage: Storage, path: str, stale: LockInfo, cfg: LockConfig
             except FileExistsError:
                 log.error("Could not restore table lock %s after a takeover race; its holder will see it lost", path)
             return False
+        _remove_checksum_sidecar(storage, path)  # Java's fs.delete of an expired lock removes its .crc too
         return True
     finally:
         os.unlink(moved)
@@ -412,10 +445,38 @@ def _attempt(table: HudiTable, storage: Storage, path: str, operation: str, cfg:
     except FileAlreadyExistsError:
         blocker = _read(storage, path, cfg)
         return blocker if blocker is not None else existing or _placeholder(storage, path)
+    if storage.is_local:
+        time.sleep(RACE_SETTLE_MS / 1000)
     mine = _read(storage, path, cfg)
     if mine is None or mine.token != token:
+        # a Java writer truncated our file in its check-then-create window and believes it holds the lock: it is
+        # its lock now (it deletes the file when done); never delete it, wait like for any holder
+        if mine is not None and mine.raw == "":
+            log.warning("Table lock %s: a Java writer created the lock at the same moment; leaving it to it", path)
         return mine if mine is not None else _placeholder(storage, path)
+    _remove_checksum_sidecar(storage, path)
     return _Held(storage, path, mine, content, cfg)
+
+
+def checksum_sidecar(path: str) -> str:
+    """The ``.<name>.crc`` file Hadoop's ``LocalFileSystem`` (a ``ChecksumFileSystem``) writes beside a file it
+    creates, and verifies when it reads the file back: Java's lock file comes with ``.lock.crc``."""
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
+
+
+def _remove_checksum_sidecar(storage: Storage, path: str) -> None:
+    """Delete a Java lock's leftover ``.lock.crc`` once the lock file is ours (or gone): against our content it
+    would fail Java's checksum verification when Java reads the current owner. Java's create makes the ``.crc``
+    only after its own create of the lock file succeeded, so while the lock file is ours, a ``.crc`` is stale."""
+    if not storage.is_local:
+        return
+    try:
+        os.unlink(checksum_sidecar(path))
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        log.warning("Could not delete the stale checksum file of table lock %s: %s", path, err)
 
 
 def _create_lock_file(storage: Storage, path: str, content: bytes) -> None:
