@@ -25,7 +25,12 @@ import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import PROPERTIES_FILE, TABLE_CONFIG_PREFIX, HoodieKey
 from lake_orchestration.engines.base import Engine, TaskAttempt
-from lake_orchestration.errors import InvalidInstantStateError, InvalidTablePropertiesError, TableNotFoundError
+from lake_orchestration.errors import (
+    InvalidInstantStateError,
+    InvalidTablePropertiesError,
+    TableNotFoundError,
+    WriteConflictError,
+)
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
@@ -41,6 +46,13 @@ from lake_orchestration.hudi.model.schema import (
     RECORD_KEY,
     arrow_to_avro_schema,
     with_meta_fields,
+)
+from lake_orchestration.hudi.table.commit import (
+    Conflict,
+    after_commit,
+    check_write_conflicts,
+    commit_section,
+    describe_file_ids,
 )
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -80,6 +92,8 @@ class WriteResult:
     write_seconds: float = 0.0
     operation: str = ""
     """The write operation (``upsert``, ``insert``, ``bulk_insert``, ``delete``)."""
+    warnings: list[str] = field(default_factory=list)
+    """Housekeeping that failed after the commit point (the commit stands; see :mod:`..table.commit`)."""
 
     def to_json_obj(self) -> dict[str, Any]:
         """What ``lake-orch write --json`` prints."""
@@ -93,6 +107,7 @@ class WriteResult:
             "files_written": len(self.files_written),
             "index_seconds": round(self.index_seconds, 3),
             "write_seconds": round(self.write_seconds, 3),
+            "warnings": list(self.warnings),
         }
 
 
@@ -255,7 +270,10 @@ def write_table(
         requested = table.create_requested(Instant(instant, action, State.REQUESTED))
         # before the lock is released: a stale-write rollback never sees this instant without a heartbeat
         heartbeat = Heartbeat(table.storage, str(instant), interval_ms=options.heartbeat_interval_ms).start()
+        # what the file locations were computed from: the conflict check at commit compares against it
+        started = table.timeline
     records = located
+    section_warnings: list[str] = []
     try:
         groups = _group(records)
         inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
@@ -275,15 +293,25 @@ def write_table(
             operation_type=op.name,
         )
         # Under the table lock: no rollback of another process can take this instant for a failed one between the
-        # check that it is still inflight (transition_to_completed) and the commit.
-        with table_lock(table, operation=f"write commit {instant}", config=options.lock):
-            reconcile_markers(table.storage, str(instant), {s.path for s in stats if s.path})
-            table.transition_to_completed(inflight, md.to_bytes())
+        # check that it is still inflight (transition_to_completed) and the commit; no other writer commits between
+        # the conflict check and the commit point.
+        conflict: Conflict | None = None
+        with commit_section(table, operation=f"write commit {instant}", lock=options.lock) as section:
+            conflict = check_write_conflicts(table, inflight, md, started)
+            if conflict is None:
+                reconcile_markers(table.storage, str(instant), {s.path for s in stats if s.path})
+                section.complete(inflight, md.to_bytes())
+        section_warnings = section.warnings
     except BaseException:
         heartbeat.stop(delete=False)  # the expiring heartbeat tells the rollback service the writer is gone
         raise
-    delete_markers(table.storage, str(instant))
-    heartbeat.stop(delete=True)
+    if conflict is not None:
+        _abort_conflicting_write(table, str(instant), conflict, heartbeat, options)
+    # the commit is durable: what follows never turns it into a failure (a retry would duplicate the rows)
+    after_commit(
+        str(instant), "deleting the markers", lambda: delete_markers(table.storage, str(instant)), section_warnings
+    )
+    after_commit(str(instant), "deleting the heartbeat", lambda: heartbeat.stop(delete=True), section_warnings)
     ops = records.column(OP_COLUMN).to_numpy(zero_copy_only=False) if records.num_rows else np.array([])
     return WriteResult(
         instant=str(instant),
@@ -296,6 +324,34 @@ def write_table(
         index_seconds=index_seconds,
         write_seconds=write_seconds,
         operation=op.value,
+        warnings=section_warnings,
+    )
+
+
+def _abort_conflicting_write(
+    table: HudiTable, instant: str, conflict: Conflict, heartbeat: Heartbeat, options: WriteOptions
+) -> None:
+    """The write ``instant`` lost to ``conflict``: roll it back (its files deleted, its instant removed, a
+    ``.rollback`` on the timeline, as Java's eager rollback of a failed write) and raise
+    :class:`WriteConflictError`. A rollback that fails leaves the write inflight for the stale-write rollback."""
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+    from lake_orchestration.hudi.services.rollback.service import rollback_write
+
+    heartbeat.stop(delete=False)
+    detail = ""
+    try:
+        rollback_write(table, instant, config=RollbackConfig.from_options(options.options, lock=options.lock))
+        rolled_back = True
+    except Exception as err:  # the conflict is what the caller must see; the rollback is retried later
+        rolled_back = False
+        detail = f"its rollback failed: {type(err).__name__}: {err}"
+    raise WriteConflictError(
+        table_uri=table.base_uri,
+        instant=instant,
+        other=conflict.describe(),
+        file_ids=describe_file_ids(conflict.file_groups),
+        rolled_back=rolled_back,
+        detail=detail,
     )
 
 
