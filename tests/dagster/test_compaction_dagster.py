@@ -193,6 +193,43 @@ def test_stale_inflight_sensor_requests_rollback_for_expired_heartbeat_not_live(
     assert_same_rows(hudi_rs_snapshot(path), before)
 
 
+def test_stale_inflight_sensor_without_heartbeat_uses_inflight_timeout(tmp_path: Path) -> None:
+    """A pending write with no heartbeat file (a writer that never started one, or a Java writer whose heartbeat
+    folder was cleaned) is judged by its instant time against ``inflight_timeout_seconds``: the one older than the
+    timeout gets a rollback run, the young one is left alone, and without a timeout neither is touched."""
+    from lake_orchestration.hudi.model.instant import Action, Instant, State
+
+    path = tmp_path / "t"
+    write_table(
+        str(path),
+        generate_trips(50, seed=1),
+        operation="bulk_insert",
+        options=WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",)),
+    )
+    before = hudi_rs_snapshot(path)
+    t = HudiTable(str(path))
+    two_hours_ago = pendulum.now("UTC").subtract(hours=2).format("YYYYMMDDHHmmssSSS")
+    old = t.create_requested(Instant(two_hours_ago, Action.DELTA_COMMIT, State.REQUESTED))
+    young = t.create_requested(Instant(t.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
+    assert not (path / ".hoodie" / ".heartbeat").exists() or not any((path / ".hoodie" / ".heartbeat").iterdir())
+
+    defs, _ = _defs(path, inflight_timeout_seconds=3600)
+    sensor = defs.resolve_sensor_def("t__stale_inflight_sensor")
+    with dg.instance_for_test() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        (req,) = result.run_requests
+        assert req.run_key == f"rollback-{old.time}"
+        assert "no heartbeat" in req.tags["hudi/reason"]
+        run = defs.resolve_job_def("t__rollback").execute_in_process(instance=instance, run_config=req.run_config)
+        assert run.success
+        # the young write is below the timeout: the next tick requests nothing
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert not again.run_requests
+    tl = HudiTable(str(path)).timeline
+    assert tl.get(str(old.time)) is None and tl.get(str(young.time)) is not None
+    assert_same_rows(hudi_rs_snapshot(path), before)
+
+
 def test_compaction_partition_failed_commit_retries_commit_alone_plan_executed_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
