@@ -132,3 +132,46 @@ def test_rolled_back_rows_stay_out_after_the_failed_instant_is_archived(
     assert results and sum(s.totalRollbackBlocks for r in results for s in r.stats) == len(rb_logs)
     check(read_snapshot_table(HudiTable(str(path))), "snapshot read after compaction")
     check(hudi_rs_snapshot(path), "hudi-rs after compaction")
+
+
+def test_rolled_back_data_and_delete_blocks_stay_out_after_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed write appended a data block AND a delete block (an upsert whose rows carry
+    ``_hoodie_is_deleted``): after its rollback is archived, neither its updates nor its deletes may apply — the
+    deleted keys are back with their committed values, in our read, in hudi-rs and after compaction."""
+    from lake_orchestration.datagen import with_delete_flags
+
+    path = tmp_path / "t"
+    base = generate_trips(60, partitions=2, seed=6)
+    write_table(str(path), with_delete_flags([base], deleted_index=None), operation="bulk_insert", options=OPTS)
+    model = _model_rows(base)
+
+    updates = _set(_set(base.slice(0, 10), "fare", [-1.0] * 10), "ts", [10**15 + i for i in range(10)])
+    deletes = base.slice(10, 8)
+    failed = _failed_upsert(path, with_delete_flags([updates, deletes], deleted_index=1), monkeypatch)
+    kinds = {
+        b.block_type for p in path.rglob(".*.log.*") for b in iter_blocks(p.read_bytes()) if b.instant_time == failed
+    }
+    assert {LogBlockType.AVRO_DATA_BLOCK, LogBlockType.DELETE_BLOCK} <= kinds, f"premise: both blocks, got {kinds}"
+
+    rollback_write(HudiTable(str(path)), failed)
+    for n in range(6):
+        upd = base.slice(30 + 4 * n, 4)
+        upd = _set(_set(upd, "fare", [2000.0 + 10 * n + i for i in range(4)]), "ts", [10**12 + n] * 4)
+        write_table(str(path), with_delete_flags([upd], deleted_index=None), operation="upsert", options=OPTS)
+        model.update(_model_rows(upd))
+    assert run_archive(HudiTable(str(path)), ArchiveConfig.from_options(ARCHIVE)).archived_instants
+    t = HudiTable(str(path))
+    assert InstantFilter.from_timeline(t.timeline).is_committed(failed), "premise: the failed instant is archived"
+
+    def check(rows: pa.Table | None, who: str) -> None:
+        got = _model_rows(rows)
+        assert got == model, f"{who}: rows differ from the model (rolled-back updates or deletes applied)"
+
+    check(read_snapshot_table(t), "snapshot read")
+    check(hudi_rs_snapshot(path), "hudi-rs")
+    assert schedule_compaction(t, force=True).scheduled
+    assert run_compaction(HudiTable(str(path)))
+    check(read_snapshot_table(HudiTable(str(path))), "snapshot read after compaction")
+    check(hudi_rs_snapshot(path), "hudi-rs after compaction")
