@@ -8,7 +8,8 @@ to it, ``times`` times:
 - ``drop_response``: the request is forwarded and applied by the store, then the connection is closed without the
   response (a lost response: the client cannot know the write happened);
 - ``error``: ``status`` (default 503) is answered without forwarding (the store never sees the request);
-- ``hang``: nothing is forwarded; the connection is held ``seconds`` and then closed without an answer.
+- ``hang``: the connection is held ``seconds`` and then closed without an answer; nothing is forwarded, or, with
+  ``forward=True``, the request is forwarded (and applied) first (a store slower to answer than the client waits).
 
 Every faulted request is recorded in :attr:`FaultProxy.hits` (method, path, action) so tests can assert that the
 fault really fired.
@@ -43,6 +44,8 @@ class Fault:
     """Status answered by ``error``."""
     seconds: float = 2.0
     """How long ``hang`` holds the connection before closing it."""
+    forward: bool = False
+    """``hang`` only: forward the request to the store before hanging."""
     _regex: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -141,6 +144,8 @@ class FaultProxy:
             h.wfile.write(payload)
             return
         if fault is not None and fault.action == "hang":
+            if fault.forward:
+                self._forward(h, body)
             time.sleep(fault.seconds)
             _abort(h)
             return

@@ -16,6 +16,7 @@ import sys
 import tarfile
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -70,7 +71,8 @@ FAULTS = {
     "response_dropped": Fault("PUT", COMMIT_FILE, "drop_response"),
     # more 503s than obstore's 10 retries: the create fails, the object is absent, the create is sent again
     "503_past_retries": Fault("PUT", COMMIT_FILE, "error", times=11),
-    "hang_then_reset": Fault("PUT", COMMIT_FILE, "hang", seconds=2),
+    # applied by the store, then no answer for 2 s and the connection reset
+    "applied_then_hang": Fault("PUT", COMMIT_FILE, "hang", seconds=2, forward=True),
 }
 
 
@@ -86,10 +88,19 @@ def test_write_whose_commit_response_is_lost_reports_success_and_rows_once(
     rows = tmp_path / "new.parquet"
     pq.write_table(new, rows)
 
-    proxy.add(FAULTS[fault])
+    proxy.add(replace(FAULTS[fault]))  # a fresh copy: a fault counts down as it fires
     env = {**os.environ, **s3.env, "AWS_ENDPOINT_URL": proxy.endpoint, "PYTHONPATH": str(REPO_ROOT)}
     argv = [sys.executable, "-m", "lake_orchestration.cli.app", "write", uri, "--input", str(rows)]
-    argv += ["--operation", "insert", "--record-key", "uuid", "--precombine-field", "ts", "--partition-field", "city"]
+    argv += [
+        "--operation",
+        "bulk_insert",
+        "--record-key",
+        "uuid",
+        "--precombine-field",
+        "ts",
+        "--partition-field",
+        "city",
+    ]
     first = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proxy.hits, f"the fault never fired: {first.stderr}"
     if first.returncode != 0:
