@@ -309,10 +309,14 @@ def _with_instant(encoded: bytes, instant: str) -> bytes:
     data=scanned_histories(),
     semantics=st.sampled_from(list(MergeSemantics)),
     files=st.integers(1, 3),
+    start_pick=st.integers(0, 64),
 )
 def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
-    base: list[Row], data: tuple[list[tuple[Block, str]], int], semantics: MergeSemantics, files: int
+    base: list[Row], data: tuple[list[tuple[Block, str]], int], semantics: MergeSemantics, files: int, start_pick: int
 ) -> None:
+    """``start_pick`` moves the active timeline's start past some instants (they were archived): a rolled-back
+    instant before it counts as committed (``containsOrBeforeTimelineStarts``), so only its ROLLBACK command block
+    keeps its records out. Failed writes never lie before the start (archival stops at the first pending instant)."""
     history, visible_count = data
     # Physical blocks in write order; every block has its own instant from one increasing clock.
     physical: list[bytes] = []
@@ -331,6 +335,11 @@ def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
             physical.append(rollback_command_block(instant=rollback_instant, target_instant=instant))
             instants.append(rollback_instant)
     latest = instants[min(visible_count, len(instants)) - 1] if visible_count else SLICE_BASE_INSTANT
+    first_failed = min(
+        (i for (_, fate), i in zip(history, block_instant, strict=True) if fate == "failed"), default=None
+    )
+    starts = [SLICE_BASE_INSTANT, *(i for i in instants if first_failed is None or i < first_failed)]
+    timeline_start = starts[start_pick % len(starts)]
 
     # Oracle: stop at the first block after the reader's bound; keep the blocks of completed instants only.
     kept: list[Block] = []
@@ -355,7 +364,7 @@ def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
             latest_instant=latest,
             completed=frozenset(completed),
             inflight=frozenset(),
-            timeline_start=SLICE_BASE_INSTANT,
+            timeline_start=timeline_start,
         )
         blocks, stats = scan_blocks(storage, list(reversed(log_files)), flt)  # the scan sorts the files itself
         assert stats.total_corrupt_blocks == 0
@@ -368,3 +377,37 @@ def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
     got = {r["_hoodie_record_key"]: (r["ts"], r["val"]) for r in rows}
     assert len(got) == len(rows)
     assert got == expected
+
+
+def test_log_scan_rolled_back_instant_before_timeline_start_stays_out() -> None:
+    """Pinned: the rolled-back write's instant was archived (before the timeline start, so it counts as committed);
+    its ROLLBACK command block alone keeps its update and its delete out."""
+    base = [Row("k0", 1, "base0"), Row("k1", 1, "base1")]
+    failed_update = _with_instant(encode_history([Block("avro", (Row("k0", 9, "rolled-back"),))]), "20250101000001000")
+    failed_delete = _with_instant(
+        encode_history([Block("delete", (Delete("k1", 0, "IntWrapper"),))]), "20250101000001000"
+    )
+    rollback = rollback_command_block(instant="20250101000002000", target_instant="20250101000001000")
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = Storage(tmp)
+        lf = LogFile("fg-0", InstantTime(SLICE_BASE_INSTANT), 1, "0-1-0", partition_path=PARTITION)
+        storage.write_bytes(storage.join(PARTITION, lf.name), failed_update + failed_delete + rollback)
+        flt = InstantFilter(
+            latest_instant="20250101000003000",
+            completed=frozenset({SLICE_BASE_INSTANT}),
+            inflight=frozenset(),
+            timeline_start="20250101000002000",
+        )
+        assert flt.is_committed("20250101000001000"), "premise: archived instants count as committed"
+        blocks, _ = scan_blocks(storage, [lf], flt)
+        config = MergeConfig(
+            semantics=MergeSemantics.COMMIT_TIME_ORDERING, ordering_field="ts", key_field="_hoodie_record_key"
+        )
+        log_records = resolve_log_records(blocks, config)
+        parts = list(
+            merge_slice_batches(
+                iter(_rows_table(base, SLICE_BASE_INSTANT).to_batches()), ARROW_SCHEMA, log_records, config
+            )
+        )
+    got = {r["_hoodie_record_key"]: (r["ts"], r["val"]) for t in parts for r in t.to_pylist()}
+    assert got == {"k0": (1, "base0"), "k1": (1, "base1")}
