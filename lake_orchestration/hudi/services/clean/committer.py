@@ -14,8 +14,8 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.clean.executor import CleanExecution
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
-from lake_orchestration.hudi.table.lock import table_lock
 
 
 def commit_clean(
@@ -45,7 +45,7 @@ def commit_clean(
     # without the beating heartbeat: a handle on the attempt's heartbeat file, only checked and deleted here
     beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
     try:
-        with table_lock(table, operation=f"clean commit {instant}", config=cfg.lock):
+        with commit_section(table, operation=f"clean commit {instant}", lock=cfg.lock) as section:
             # one existence check of the completed file instead of a listing of .hoodie/ (object stores: a HEAD)
             completed = Instant(InstantTime(instant), Action.CLEAN, State.COMPLETED)
             done = completed if table.storage.exists(table.instant_path(completed)) else None
@@ -58,11 +58,11 @@ def commit_clean(
                         "over); not committed by this process",
                     )
                 inflight = Instant(InstantTime(instant), Action.CLEAN, State.INFLIGHT)
-                table.transition_to_completed(inflight, execution.metadata.to_bytes())
+                section.complete(inflight, execution.metadata.to_bytes())
     except BaseException:
         beat.stop(delete=False)  # kept: a retried commit of this execution is still this attempt's
         raise
-    beat.stop(delete=True)  # only if still this attempt's
+    after_commit(instant, "deleting the heartbeat", lambda: beat.stop(delete=True))  # only if still this attempt's
     if done is not None:  # committed by an earlier try whose answer was lost: a no-op
         return table.read_model(done, CleanMetadata)
     return execution.metadata

@@ -19,9 +19,10 @@ from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteS
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.lock import LockConfig
 from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 if TYPE_CHECKING:
@@ -62,23 +63,27 @@ def commit_compaction(
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     inflight = Instant(InstantTime(instant), Action.COMPACTION, State.INFLIGHT)
-    with table_lock(table, operation=f"compaction commit {instant}", config=lock):
+    # once the completed file exists the compaction is committed: a failure of what follows (marker deletion, the
+    # lock file's release) is a warning (commit_section), never an error inviting a second execution
+    with commit_section(table, operation=f"compaction commit {instant}", lock=lock) as section:
         if verify is not None:
             verify()  # e.g. the attempt is still this process's (raises; nothing written)
         reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
         try:
-            completed = table.transition_to_completed(inflight, metadata.to_bytes())
+            section.complete(inflight, metadata.to_bytes())
         except StorageError as err:
             table.refresh()
             done = table.timeline.get(instant, Action.COMMIT)
             if done is None or not done.is_completed:
                 raise CommitStateUnknownError(
                     f"Commit of compaction {instant} on {table.base_uri} failed ({err}) and the timeline does not "
-                    "show it; re-check the timeline before retrying (the instant time is the idempotency key)"
+                    "show it; re-check the timeline before retrying (the instant time is the idempotency key)",
+                    path=table.storage.uri(table.instant_path(inflight.with_state(State.COMPLETED))),
                 ) from err
-            completed = done
-        delete_markers(table.storage, instant)
-    return completed
+            section.completed = done
+        after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
+    assert section.completed is not None
+    return section.completed
 
 
 class CompactionTotals:
@@ -184,7 +189,11 @@ def commit_execution(
                 raise
         else:
             if verify is None:  # an attempt of this process (``verify`` given) stops its own heartbeat
-                _delete_heartbeat_if_ours(table, instant, execution.attempt_token)
+                after_commit(
+                    instant,
+                    "deleting the heartbeat",
+                    lambda: _delete_heartbeat_if_ours(table, instant, execution.attempt_token),
+                )
     already = done is not None
     if done is not None:
         md = table.commit_metadata(done)

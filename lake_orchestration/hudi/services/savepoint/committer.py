@@ -14,7 +14,8 @@ from lake_orchestration.hudi.model.avro import SavepointMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.services.savepoint.planner import savepoint_metadata
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.lock import LockConfig, table_lock
+from lake_orchestration.hudi.table.commit import commit_section
+from lake_orchestration.hudi.table.lock import LockConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,10 +67,10 @@ def create_savepoint(
         return savepoint_metadata(table, instant_time, user=user, comments=comments)
     # Under the table lock: a clean or archive of another process must not remove the commit or its files between
     # the metadata (the files it pins) and the completed savepoint.
-    with table_lock(table, operation=f"savepoint create {instant_time}", config=lock):
+    with commit_section(table, operation=f"savepoint create {instant_time}", lock=lock) as section:
         md = savepoint_metadata(table, instant_time, user=user, comments=comments)
         inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)  # type: ignore[arg-type]
         if table.timeline.get(instant_time, Action.SAVEPOINT) is None:
             table.create_inflight(inflight)
-        table.transition_to_completed(inflight, md.to_bytes())
+        section.complete(inflight, md.to_bytes())
     return md
