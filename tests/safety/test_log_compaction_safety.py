@@ -273,4 +273,16 @@ def test_log_compacted_delete_block_keeps_each_deletes_ordering_value(tmp_path: 
     assert long_deletes.items() <= got.items(), "a delete lost its LongWrapper ordering value"
     assert got == {k: v for k, v in expected.items() if k in got}
     assert t.timeline.get(instant, Action.DELTA_COMMIT).is_completed
-    _assert_reads(path, before)
+    # One delete block per merged file, as Java's HoodieAppendHandle writes it, even when its deletes carry different
+    # ordering-value types (LongWrapper here, IntWrapper(0) from our writer's deletes). hudi-rs 0.5.0 refuses such a
+    # block ("Delete block mixes ordering types") -- a Java-written log compaction of this slice alike -- so only
+    # our reader is compared here when it does.
+    for s in md.write_stats():
+        kinds = [b.block_type for b in iter_blocks((path / s.path).read_bytes())]
+        assert kinds.count(LogBlockType.DELETE_BLOCK) <= 1, kinds
+    try:
+        _assert_reads(path, before)
+    except Exception as err:  # noqa: BLE001 - the hudi-rs limitation only
+        if "mixes ordering types" not in str(err):
+            raise
+        assert_same_rows(read_snapshot_table(HudiTable(str(path))), before)

@@ -1,11 +1,19 @@
 """Log compaction execution: merge a file slice's log blocks into one new log file, without rewriting the base file.
 
 Executing a ``<ts>.logcompaction`` plan writes, per slice, one new log file with the merged records (an Avro data
-block, and a delete block for deleted keys), both with the ``COMPACTED_BLOCK_TIMES`` header listing the instants of
-the blocks they replace (an APPEND marker first). Records keep their own ``_hoodie_commit_time``/
-``_hoodie_commit_seqno``, deletes their ordering value. The replaced blocks stay on disk: a reader that still reads
-them gets the same result, because the merged block repeats each key's winning version. Mirrors
-``LogCompactionExecutionHelper`` / ``HoodieMergedLogRecordScanner`` (0.14/0.15).
+block, and one delete block for the deleted keys, as ``HoodieAppendHandle.appendDataAndDeleteBlocks``), both with
+the ``COMPACTED_BLOCK_TIMES`` header listing the instants of the blocks they replace (an APPEND marker first).
+Records keep their own ``_hoodie_commit_time``/``_hoodie_commit_seqno``, deletes their ordering value. Mirrors
+``LogCompactionExecutionHelper`` / ``HoodieCompactor.compact`` (0.14/0.15): the plan's log files are scanned with
+``scanInternalV2`` (:mod:`.blocks`) bounded by the log compaction instant, so blocks written after the plan are not
+merged, and ``COMPACTED_BLOCK_TIMES`` is the scan's ``getValidBlockInstants()`` (newest first).
+
+The replaced blocks stay on disk: a reader that reads every block in file order (``scanInternalV1``, Java's Spark
+snapshot reader, hudi-rs, ours) gets the same result only because the merged block comes right after them. A plan
+overtaken by a later write (a log file of the file group that the plan does not list, e.g. a delete written after
+the plan was scheduled) would put the merged block, holding older data, after that write: in-order readers would
+apply it last and the deleted rows would come back (only ``scanInternalV2`` places it right). Such an operation is
+left out: nothing is written for its file group, which the next plan picks up with all its blocks.
 
 While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have) holding a token
 of the attempt; the commit (:mod:`.committer`) checks it is still this attempt's.
@@ -23,9 +31,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lake_orchestration.errors import InstantNotFoundError
-from lake_orchestration.hudi.log.block_content import DeleteRecord, encode_avro_table, encode_delete_content
+from lake_orchestration.hudi.log.block_content import encode_avro_table, encode_delete_content
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, encode_block
-from lake_orchestration.hudi.log.scanner import scan_blocks
 from lake_orchestration.hudi.log.writer import write_log_file
 from lake_orchestration.hudi.merge.record_merger import check_log_blocks, conform, resolve_log_records
 from lake_orchestration.hudi.model.avro import CompactionPlan
@@ -35,7 +42,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.services.compaction.attempt import in_progress_error, taken_over_error
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.compaction.executor import compactor_instant_filter
+from lake_orchestration.hudi.services.log_compaction.blocks import log_compaction_execution_filter, optimized_scan
 from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
 from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
@@ -172,11 +179,24 @@ def _execute(
     schema = with_meta_fields(table.latest_schema() or {"type": "record", "name": "r", "fields": []})
     schema_json = json.dumps(schema, separators=(",", ":"))
     arrow = avro_to_arrow_schema(schema)
-    flt = compactor_instant_filter(table.timeline, instant)
+    flt = log_compaction_execution_filter(table.timeline, instant)
     mcfg = merge_config_for(table)
     stats: dict[str, list[WriteStat]] = defaultdict(list)
+    overtaken = overtaking_log_files(table, plan)
     for n, op in enumerate(plan.operations or ()):
         check()
+        later = overtaken.get((op.partition_path or "", op.file_id or ""))
+        if later:
+            log.warning(
+                "Log compaction %s of %s: file group %s/%s left out, written after the plan was made (%s): its "
+                "merged block would follow them and undo them for in-order readers",
+                instant,
+                table.base_uri,
+                op.partition_path,
+                op.file_id,
+                ", ".join(later),
+            )
+            continue
         stats[op.partition_path or ""].append(
             _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow)
         )
@@ -196,9 +216,10 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
         LogFile.parse(name, partition_path=p, size=table.storage.size(table.storage.join(p, name)))
         for name in op.delta_file_paths or ()
     ]
-    blocks, scan = scan_blocks(table.storage, logs, flt)
+    scan = optimized_scan(table.storage, logs, flt)
+    blocks = scan.blocks
     lr = resolve_log_records(blocks, mcfg)
-    times = ",".join(sorted({b.instant_time or "" for b in blocks}))
+    times = ",".join(scan.valid_block_instants)
     header = [
         (HeaderKey.INSTANT_TIME, instant),
         (HeaderKey.SCHEMA, schema_json),
@@ -210,11 +231,9 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
             encode_block(LogBlockType.AVRO_DATA_BLOCK, header, encode_avro_table(conform(lr.records, arrow), schema))
         )
     # Each delete keeps its partition path and ordering value (LongWrapper(ts), IntWrapper(0)...), as Java's merged
-    # scan does. One delete block per ordering-value type: readers such as hudi-rs refuse a block mixing them.
-    by_type: dict[str | None, list[DeleteRecord]] = {}
-    for d in lr.deletes:
-        by_type.setdefault(d.ordering_wrapper, []).append(d if d.partition_path else replace(d, partition_path=p))
-    for dels in by_type.values():
+    # scan does; all of them in one delete block after the data block (HoodieAppendHandle.appendDataAndDeleteBlocks).
+    if lr.deletes:
+        dels = [d if d.partition_path else replace(d, partition_path=p) for d in lr.deletes]
         out.append(encode_block(LogBlockType.DELETE_BLOCK, header, encode_delete_content(dels)))
     token = f"{n}-0-{n}"
     create_marker(table.storage, instant, p, f"{op.file_id}_{token}_{op.base_instant_time}.parquet", "APPEND")
@@ -253,7 +272,7 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
 def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: str) -> None:
     """Decode every log block the plan merges, writing nothing: a block whose content does not decode raises
     ``CorruptLogBlockError`` before the plan goes inflight (only blocks with corrupt framing are skipped)."""
-    flt = compactor_instant_filter(table.timeline, instant)
+    flt = log_compaction_execution_filter(table.timeline, instant)
     mcfg = merge_config_for(table)
     for op in plan.operations or ():
         p = op.partition_path or ""
@@ -261,5 +280,25 @@ def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: str) -> N
             LogFile.parse(name, partition_path=p, size=table.storage.size(table.storage.join(p, name)))
             for name in op.delta_file_paths or ()
         ]
-        blocks, _ = scan_blocks(table.storage, logs, flt)
-        check_log_blocks(blocks, mcfg)
+        check_log_blocks(optimized_scan(table.storage, logs, flt).blocks, mcfg)
+
+
+def overtaking_log_files(table: HudiTable, plan: CompactionPlan) -> dict[tuple[str, str], list[str]]:
+    """Per (partition, file id) of the plan: the log files of its slice that the plan does not list and that sort
+    after the plan's last one -- written after the plan was made (a merged block written now would follow them)."""
+    view = table.fs_view()
+    out: dict[tuple[str, str], list[str]] = {}
+    for op in plan.operations or ():
+        p, fid = op.partition_path or "", op.file_id or ""
+        planned = [LogFile.parse(n, partition_path=p) for n in op.delta_file_paths or ()]
+        if not planned:
+            continue
+        last = max(lf.sort_key() for lf in planned)
+        names = {lf.name for lf in planned}
+        for fs in view.latest_file_slices(p):
+            if fs.file_id != fid or str(fs.base_instant) != (op.base_instant_time or ""):
+                continue
+            later = [lf.name for lf in fs.log_files if lf.name not in names and lf.sort_key() > last]
+            if later:
+                out[(p, fid)] = later
+    return out

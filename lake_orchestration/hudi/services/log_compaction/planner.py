@@ -1,14 +1,19 @@
-"""Log compaction planning: ``<ts>.logcompaction.requested`` for the slices whose log files hold at least
-``hoodie.log.compaction.blocks.threshold`` blocks (no trigger strategy, as Hudi).
+"""Log compaction planning: ``<ts>.logcompaction.requested`` for the slices with at least
+``hoodie.log.compaction.blocks.threshold`` valid log blocks (no trigger strategy, as Hudi).
 
-Mirrors ``HoodieLogCompactionPlanGenerator``: the plan carries Java's log compaction strategy
-(``LogCompactionExecutionHelper``, ``preserveHoodieMetadata = true``), so a Java client resuming it runs a log
-compaction, not a full one. Slices under a pending (log) compaction are left out.
+Mirrors ``HoodieLogCompactionPlanGenerator``: a slice's blocks are counted as Java 0.15 counts them
+(``isFileSliceEligibleForLogCompaction``: the blocks ``scanInternalV2`` queues up to the last completed commit,
+deltacommit or rollback -- committed, not rolled back, not corrupt, a log-compacted block standing for the blocks
+it replaced, see :mod:`.blocks`), so a slice log-compacted once is not planned again until enough new blocks
+arrive. The plan carries Java's log compaction strategy (``LogCompactionExecutionHelper``,
+``preserveHoodieMetadata = true``), so a Java client resuming it runs a log compaction, not a full one; each
+operation names a bootstrap skeleton's source file (``bootstrapFilePath``) as ``CompactionUtils`` does. Slices under
+a pending (log) compaction are left out.
 """
 
 from __future__ import annotations
 
-from lake_orchestration.hudi.log.log_format import iter_blocks
+from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan, CompactionStrategy
 from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -19,6 +24,7 @@ from lake_orchestration.hudi.services.compaction.planner import (
     operation_metrics,
     validate_instant,
 )
+from lake_orchestration.hudi.services.log_compaction.blocks import log_compaction_plan_filter, optimized_scan
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 
@@ -37,13 +43,10 @@ def log_compaction_plan(operations: tuple[CompactionOperation, ...]) -> Compacti
     )
 
 
-def _block_count(table: HudiTable, fs: FileSlice) -> int:
-    n = 0
-    for lf in fs.log_files:
-        n += sum(
-            1 for b in iter_blocks(table.storage.read_bytes(table.storage.join(lf.relative_path))) if not b.is_corrupt
-        )
-    return n
+def valid_block_count(table: HudiTable, fs: FileSlice, instant_filter: InstantFilter) -> int:
+    """The slice's blocks as Java counts them for ``hoodie.log.compaction.blocks.threshold``
+    (``getCurrentInstantLogBlocks().size()`` after ``scanInternalV2``)."""
+    return len(optimized_scan(table.storage, fs.log_files, instant_filter).blocks)
 
 
 def schedule_log_compaction(
@@ -65,11 +68,12 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_ti
     validate_instant(table, instant)
     view = table.fs_view()
     excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
+    flt = log_compaction_plan_filter(table.timeline)
     ops = []
     for fs in view.latest_file_slices():
         if len(fs.log_files) < 1 or fs.file_group_id in excluded:
             continue
-        if _block_count(table, fs) < cfg.log_compaction_blocks_threshold:
+        if valid_block_count(table, fs, flt) < cfg.log_compaction_blocks_threshold:
             continue
         ops.append(
             CompactionOperation(
@@ -79,13 +83,15 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_ti
                 file_id=fs.file_id,
                 partition_path=fs.partition_path,
                 metrics=operation_metrics(fs, max_file_size=cfg.max_file_size),
+                # a bootstrap skeleton's source file (CompactionUtils.buildHoodieCompactionOperation), else null
+                bootstrap_file_path=fs.base_file.bootstrap_source if fs.base_file is not None else None,
             )
         )
     if not ops:
         return ScheduleResult(
             None,
             None,
-            f"no file slice has >= {cfg.log_compaction_blocks_threshold} log blocks "
+            f"no file slice has >= {cfg.log_compaction_blocks_threshold} valid log blocks "
             "(hoodie.log.compaction.blocks.threshold)",
         )
     plan = log_compaction_plan(tuple(ops))
