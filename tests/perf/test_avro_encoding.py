@@ -108,6 +108,38 @@ def test_every_primitive_with_nulls_unicode_empty_strings_and_extreme_longs() ->
     assert_encodes_like_fastavro(table, schema)
 
 
+def test_null_second_unions_of_every_kind() -> None:
+    """Pinned from what only the random schemas found: ``[T, "null"]`` (null as the SECOND branch: branch index 1
+    for null, 0 for a value) for records, arrays, array items, maps of logical types and nested records, with nulls
+    and values on alternate rows."""
+    inner = {"type": "record", "name": "inner", "fields": [{"name": "x", "type": ["int", "null"]}]}
+    schema = record(
+        [
+            ("rec", [inner, "null"]),
+            ("arr", [{"type": "array", "items": ["string", "null"]}, "null"]),
+            ("day", [{"type": "int", "logicalType": "date"}, "null"]),
+            ("ts", [{"type": "long", "logicalType": "timestamp-micros"}, "null"]),
+            ("dbl", ["double", "null"]),
+            ("bts", ["bytes", "null"]),
+        ]
+    )
+    rows = []
+    for k in range(6):
+        value = k % 2 == 0
+        rows.append(
+            {
+                "rec": {"x": None if k % 4 == 0 else k} if value else None,
+                "arr": ["a", None, ""] if value else None,
+                "day": date(2024, 1, 1 + k) if value else None,
+                "ts": datetime(2024, 1, 1, 0, 0, k, tzinfo=UTC) if value else None,
+                "dbl": float(k) if value else None,
+                "bts": bytes([k]) if value else None,
+            }
+        )
+    table = pa.Table.from_pylist(rows, schema=avro_to_arrow_schema(schema))
+    assert_encodes_like_fastavro(table, schema)
+
+
 def test_logical_types_fixed_decimal_and_enum() -> None:
     schema = record(
         [

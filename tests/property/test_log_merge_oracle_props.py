@@ -411,3 +411,28 @@ def test_log_scan_rolled_back_instant_before_timeline_start_stays_out() -> None:
         )
     got = {r["_hoodie_record_key"]: (r["ts"], r["val"]) for t in parts for r in t.to_pylist()}
     assert got == {"k0": (1, "base0"), "k1": (1, "base1")}
+
+
+def test_log_merge_tie_typed_delete_equal_ordering_deletes() -> None:
+    """Pinned tie: a delete whose ordering value (same type) EQUALS the record's is not older than it, so it
+    deletes (Java: only ``prev > delete`` keeps the record)."""
+    h = [Block("avro", (Row("k0", 3, "a"),)), Block("delete", (Delete("k0", 3, "LongWrapper"),))]
+    assert _merge([Row("k0", 1, "base")], h) == oracle([Row("k0", 1, "base")], h, MergeSemantics.COMMIT_TIME_ORDERING)
+    assert _merge([Row("k0", 1, "base")], h) == {}
+
+
+def test_log_merge_tie_record_after_delete_with_equal_ordering_wins() -> None:
+    """Pinned tie: after a delete, a record with the same ordering value comes back (a record after a delete wins),
+    under both merge semantics; a later delete of the same ordering removes it again."""
+    h = [Block("delete", (Delete("k0", 2, "LongWrapper"),)), Block("parquet", (Row("k0", 2, "back"),))]
+    for semantics in MergeSemantics:
+        assert _merge([Row("k0", 2, "base")], h, semantics) == {"k0": (2, "back")}
+    h2 = [*h, Block("delete", (Delete("k0", 2, "LongWrapper"),))]
+    assert _merge([Row("k0", 2, "base")], h2) == {}
+
+
+def test_log_merge_tie_is_deleted_row_equal_ordering_drops_key() -> None:
+    """Pinned tie: an ``_hoodie_is_deleted`` row with the same ordering value as the earlier log record wins the
+    precombine (the later one) and drops the key."""
+    h = [Block("avro", (Row("k0", 2, "a"),)), Block("avro", (Row("k0", 2, "gone", is_deleted=True),))]
+    assert _merge([], h) == oracle([], h, MergeSemantics.COMMIT_TIME_ORDERING) == {}
