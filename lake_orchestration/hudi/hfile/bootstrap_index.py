@@ -114,7 +114,8 @@ def write_bootstrap_index(
 
     Partitions are written in sorted order, each with the ``bootstrapPartitionPath`` of its first mapping; the
     file-id entries in ``HoodieFileGroupId`` order. Values are built as Java builds them: ``version`` left null
-    in the partition metadata, file partition info and file status (no-arg constructors), 1 in the index info.
+    in the partition metadata, file partition info and file status (no-arg constructors), 1 in the index info, the
+    file status's ``HoodiePath`` and ``HoodieFSPermission`` (built with ``newBuilder()``).
 
     Raises:
         ValueError: Two file groups with the same key, or keys that do not sort as the HFile needs (a partition

@@ -276,7 +276,10 @@ def write_table(
     section_warnings: list[str] = []
     try:
         groups = _group(records)
-        inflight = table.transition_to_inflight(requested, _workload_profile(op, groups, latest).to_bytes())
+        # Java's bulk insert writes an empty inflight (SparkBulkInsertHelper.bulkInsert: Option.empty()), the other
+        # operations their workload profile (BaseCommitActionExecutor.saveWorkloadProfileMetadataToInflight).
+        profile = b"" if op is WriteOperation.BULK_INSERT else _workload_profile(op, groups, latest).to_bytes()
+        inflight = table.transition_to_inflight(requested, profile)
         tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro, parquet)
         t_write = time.monotonic()
         if engine is not None:

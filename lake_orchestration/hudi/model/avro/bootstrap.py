@@ -21,8 +21,8 @@ class FilePath(AvroModel):
     """A Hadoop path (``HoodiePath``)."""
 
     AVRO_NAME = "HoodiePath"
-    version: int | None = field(default=None, metadata=_avro("version"))
-    """Schema version; None as ``new HoodiePath()`` leaves it (``FileStatusUtils.fromPath``)."""
+    version: int | None = field(default=1, metadata=_avro("version"))
+    """Schema version: 1, as ``HoodiePath.newBuilder()`` sets it (``HadoopFSUtils.fromPath``, 0.15)."""
     uri: str | None = field(default=None, metadata=_avro("uri"))
     """``Path.toString()``, e.g. ``file:/data/src/2024/a.parquet``."""
 
