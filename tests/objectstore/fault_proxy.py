@@ -46,12 +46,16 @@ class Fault:
     """How long ``hang`` holds the connection before closing it."""
     forward: bool = False
     """``hang`` only: forward the request to the store before hanging."""
+    after: Fault | None = None
+    """Active only once this other fault is spent (e.g. reads fail only after the create's answer was lost)."""
     _regex: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._regex = re.compile(self.path)
 
     def matches(self, method: str, path: str) -> bool:
+        if self.after is not None and self.after.times > 0:
+            return False
         return self.times > 0 and self.method in ("*", method) and self._regex.search(path) is not None
 
 

@@ -158,9 +158,9 @@ def test_archive_whose_archive_file_response_is_lost_archives_each_instant_once(
 GOLDEN = SHARED / "fixtures" / "paimon-tables" / "pk_global_index_golden.tar.gz"
 
 
-def test_paimon_compaction_whose_snapshot_response_is_lost_keeps_its_files(
-    s3: S3Bucket, proxy: FaultProxy, tmp_path: Path
-) -> None:
+def _golden_on_s3(s3: S3Bucket, proxy: FaultProxy, tmp_path: Path) -> PaimonTable:
+    """The Java-written golden table ``test_pk_global_index_golden`` back to snapshot 3 (Java compacts at 4), on the
+    S3 server under ``paimon/t``, opened through the proxy."""
     if not GOLDEN.is_file():
         if REQUIRE_SHARED:
             pytest.fail(f"Java-written Paimon tables not found at {GOLDEN}")
@@ -176,7 +176,13 @@ def test_paimon_compaction_whose_snapshot_response_is_lost_keeps_its_files(
     fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, region=REGION, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
     pafs.copy_files(str(local), f"{s3.bucket}/paimon/t", destination_filesystem=fs)
 
-    table = PaimonTable.open(s3.uri("paimon", "t"), storage_options=_via(s3, proxy))
+    return PaimonTable.open(s3.uri("paimon", "t"), storage_options=_via(s3, proxy))
+
+
+def test_paimon_compaction_whose_snapshot_response_is_lost_keeps_its_files(
+    s3: S3Bucket, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    table = _golden_on_s3(s3, proxy, tmp_path)
     before = table.latest_snapshot()
     assert before is not None and before.id == 3
     proxy.add(Fault("PUT", r"/paimon/t/snapshot/snapshot-4$", "drop_response"))
@@ -199,3 +205,76 @@ def test_paimon_compaction_whose_snapshot_response_is_lost_keeps_its_files(
         assert any(k.endswith(f"/{e.file.file_name}") for k in keys), f"live file {e.file.file_name} is gone"
     assert result.execution is not None
     assert fresh.live_entries(before) != live
+
+
+def test_create_undecidable_raises_commit_state_unknown_and_leaves_the_object(s3: S3Bucket, proxy: FaultProxy) -> None:
+    """The answer of the create is lost and the object cannot be read back: neither success nor a lost race."""
+    from lake_orchestration.errors import CommitStateUnknownError
+    from lake_orchestration.io.storage import Storage
+
+    storage = Storage(s3.uri("t"), options=_via(s3, proxy))
+    path = storage.join(".hoodie", "20260101000000000.commit")
+    lost = proxy.add(Fault("PUT", r"/t/\.hoodie/20260101000000000\.commit$", "drop_response"))
+    proxy.add(Fault("*", r"/t/\.hoodie/20260101000000000\.commit$", "error", times=1000, after=lost))
+    with pytest.raises(CommitStateUnknownError) as info:
+        storage.create_if_absent(path, b"attempt-1")
+    assert info.value.path == storage.uri(path) and storage.uri(path) in str(info.value)
+    proxy.clear()
+    assert Storage(s3.uri("t"), options=s3.storage_options).read_bytes(path) == b"attempt-1"
+
+
+def test_write_whose_heartbeat_deletion_fails_after_commit_reports_success_with_warning(
+    s3: S3Bucket, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """Housekeeping after the commit point (here: deleting the heartbeat) fails: the write is committed and says so."""
+    uri = s3.uri("trips")
+    opts = trips_options(table_type=TableType.COPY_ON_WRITE)
+    base = generate_trips(50, partitions=1, seed=5)
+    write_table(uri, base, operation="bulk_insert", options=opts, storage_options=s3.storage_options)
+    new = generate_trips(40, partitions=1, seed=6)
+    rows = tmp_path / "new.parquet"
+    pq.write_table(new, rows)
+    proxy.add(Fault("DELETE", r"/trips/\.hoodie/\.heartbeat/\d{17}$", "error", times=1000))
+    env = {**os.environ, **s3.env, "AWS_ENDPOINT_URL": proxy.endpoint, "PYTHONPATH": str(REPO_ROOT)}
+    argv = [sys.executable, "-m", "lake_orchestration.cli.app", "write", uri, "--input", str(rows)]
+    argv += [
+        "--operation",
+        "bulk_insert",
+        "--record-key",
+        "uuid",
+        "--precombine-field",
+        "ts",
+        "--partition-field",
+        "city",
+    ]
+    first = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proxy.hits, f"the fault never fired: {first.stderr}"
+    if first.returncode != 0:
+        subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)  # a user's retry
+    got = _hudi_rs_rows(s3, uri)
+    assert pc.count_distinct(got.column("uuid")).as_py() == got.num_rows == base.num_rows + new.num_rows
+    assert first.returncode == 0, f"a durable commit reported as failed: {first.stderr}"
+    assert "is committed, but deleting the heartbeat failed" in first.stderr, first.stderr
+
+
+def test_paimon_commit_state_unknown_deletes_nothing(s3: S3Bucket, proxy: FaultProxy, tmp_path: Path) -> None:
+    """The snapshot's answer is lost and it cannot be read back: CommitStateUnknownError, every file kept."""
+    from lake_orchestration.errors import CommitStateUnknownError
+
+    table = _golden_on_s3(s3, proxy, tmp_path)
+    lost = proxy.add(Fault("PUT", r"/paimon/t/snapshot/snapshot-4$", "drop_response"))
+    proxy.add(Fault("*", r"/paimon/t/snapshot/snapshot-4$", "error", times=1000, after=lost))
+    keys_before = set(s3.keys("paimon/t"))
+    with pytest.raises(CommitStateUnknownError):
+        run_compaction(table)
+    proxy.clear()
+    keys_after = set(s3.keys("paimon/t"))
+    assert keys_before <= keys_after, f"deleted: {keys_before - keys_after}"
+    fresh = PaimonTable.open(s3.uri("paimon", "t"), storage_options=s3.storage_options)
+    snap = fresh.latest_snapshot()
+    assert snap is not None and snap.id == 4  # the store did apply it: it must be whole
+    for name in (snap.base_manifest_list, snap.delta_manifest_list):
+        for meta in fresh.manifest_list(name):
+            assert f"paimon/t/manifest/{meta.file_name}" in keys_after
+    for e in fresh.live_entries(snap):
+        assert any(k.endswith(f"/{e.file.file_name}") for k in keys_after), f"live file {e.file.file_name} is gone"
