@@ -103,7 +103,17 @@ class JavaHudiError(AssertionError):
 class JavaHudi:
     """One Spark 3.5 session with Java Hudi, in a child process; :meth:`call` sends a command, returns its result."""
 
-    def __init__(self, python: Path, jars: list[Path], log_path: Path, version: str) -> None:
+    def __init__(
+        self,
+        python: Path,
+        jars: list[Path],
+        log_path: Path,
+        version: str,
+        driver: Path = DRIVER,
+        driver_args: tuple[str, ...] = (),
+    ) -> None:
+        """Start ``driver`` (default: the Hudi driver) as ``python driver JARS_CSV *driver_args``; its first line
+        answers ``{"spark": version, ...}``."""
         self.version = version
         self.log_path = log_path
         self._log = open(log_path, "ab")
@@ -117,7 +127,7 @@ class JavaHudi:
         }
         env.pop("SPARK_HOME", None)
         self._proc = subprocess.Popen(
-            [str(python), str(DRIVER), ",".join(str(j) for j in jars)],
+            [str(python), str(driver), ",".join(str(j) for j in jars), *driver_args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
