@@ -221,6 +221,9 @@ def commit_compaction(
     Raises:
         PaimonCommitConflictError: A compacted file is no longer live in the latest snapshot.
         StorageError: Writing a manifest or the snapshot failed (this attempt's manifests are deleted).
+        CommitStateUnknownError: The snapshot's create failed ambiguously and could not be read back (see
+            :meth:`Storage.create_if_absent`): the snapshot may be committed, so nothing is deleted. A create whose
+            answer was lost but whose object holds this snapshot is a success.
     """
     entries = compaction_entries(execution)
     if not entries:
@@ -267,6 +270,8 @@ def commit_compaction(
             writer.delete_written()
             continue
         except (StorageError, OSError):
+            # a plain failure: the snapshot was not created (CommitStateUnknownError is no StorageError and passes
+            # through untouched: a possibly committed snapshot references these manifests)
             writer.delete_written()
             raise
         try:
