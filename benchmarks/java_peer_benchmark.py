@@ -132,8 +132,13 @@ def java_read(java: JavaHudi, path: Path) -> tuple[int, str]:
 
 
 def data_files(path: Path) -> list[str]:
-    """The table's data files (base and log files), relative, sorted."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    """The table's data files (base and log files), relative, sorted; not the ``.crc`` files of Hadoop's local file
+    system (Java writes one beside each file)."""
+    return sorted(
+        str(p.relative_to(path))
+        for p in path.rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and not p.name.endswith(".crc")
+    )
 
 
 def active_instants(path: Path) -> list[str]:
