@@ -20,9 +20,14 @@ class StorageError(LakeOrchestrationError):
 
 
 class FileAlreadyExistsError(StorageError):
-    """An atomic create-if-absent found the file already present."""
+    """An atomic create-if-absent found the file already present.
 
-    def __init__(self, path: str) -> None:
+    ``ambiguous``: the refusal answered a *retried* request (the object store client sent the conditional PUT again
+    after a lost answer), so the object may be this attempt's own first PUT (see :meth:`Storage.create_if_absent`).
+    """
+
+    def __init__(self, path: str, *, ambiguous: bool = False) -> None:
+        self.ambiguous = ambiguous
         super().__init__("File already exists (create-if-absent refused to overwrite it)", path=path)
 
 
@@ -102,6 +107,17 @@ class MetadataTableError(LakeOrchestrationError):
     def __init__(self, table_uri: str, detail: str) -> None:
         self.table_uri = table_uri
         super().__init__(f"Table {table_uri}: {detail}")
+
+
+class UnsupportedTableFeatureError(LakeOrchestrationError):
+    """The table uses a Hudi feature the requested service cannot keep (e.g. the CDC change log): refused before
+    anything is written."""
+
+    def __init__(self, table_uri: str, key: str, value: str, detail: str) -> None:
+        self.table_uri = table_uri
+        self.key = key
+        self.value = value
+        super().__init__(f"Table {table_uri}: {key}={value} in hoodie.properties: {detail}")
 
 
 class InvalidInstantTimeError(LakeOrchestrationError, ValueError):

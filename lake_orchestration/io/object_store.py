@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import threading
 import uuid
 from collections.abc import Mapping
@@ -228,7 +229,7 @@ class AtomicCreator:
         try:
             obstore.put(store, key, data, mode="create", use_multipart=False)
         except (AlreadyExistsError, PreconditionError) as err:
-            raise FileAlreadyExistsError(display) from err
+            raise FileAlreadyExistsError(display, ambiguous=_retried(err)) from err
         except NotSupportedError as err:
             raise ConditionalWriteUnsupportedError(display, "the client refused a create-only PUT") from err
         except BaseError as err:
@@ -358,6 +359,18 @@ def _seconds(n: int) -> Any:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0][:300] if text else type(err).__name__
+
+
+_RETRIES = re.compile(r"\bretries: (\d+)|after (\d+) retries")
+
+
+def _retried(err: BaseException) -> bool:
+    """True unless object_store's error says the answer came to the first request (``retries: 0``): a refusal of a
+    retried create may refuse this attempt's own first PUT, applied by the store but whose answer was lost."""
+    m = _RETRIES.search(str(err))
+    if m is None:
+        return True  # unknown: treat as ambiguous (the object is read back)
+    return int(m.group(1) or m.group(2)) > 0
 
 
 def _is_not_implemented(text: str) -> bool:

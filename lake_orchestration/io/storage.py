@@ -289,6 +289,7 @@ class Storage:
         display = self.uri(path)
         assert self._creator is not None
         first: StorageError | None = None
+        why = "the store kept failing the create and the object stayed absent"
         for attempt in range(1, _CREATE_ATTEMPTS + 1):
             try:
                 self._creator.create(key, data, display=display)
@@ -297,11 +298,20 @@ class Storage:
                 return
             except ConditionalWriteUnsupportedError:
                 raise
-            except StorageError as err:  # 412 (FileAlreadyExistsError) or a transport/server error
+            except FileAlreadyExistsError as err:
+                if first is None and not err.ambiguous:
+                    raise  # answered to our first request: another writer's object, a plain lost race
                 first = first or err
                 current = err
+            except StorageError as err:  # a transport or server error: applied or not, unknown
+                first = first or err
+                current = err
+            if not data:
+                why = "an empty object's content cannot tell whether this attempt created it"
+                break
             found = self._read_back(path)
             if found is _UNREADABLE:
+                why = "the object could not be read back to decide whether this attempt created it"
                 break
             if found is None:
                 if isinstance(current, FileAlreadyExistsError):
@@ -321,9 +331,9 @@ class Storage:
                 raise current  # a lost race: another writer's content
             raise FileAlreadyExistsError(display) from current
         raise CommitStateUnknownError(
-            f"The create of {display} failed ambiguously ({first}) and the object could not be read back to decide "
-            "whether this attempt created it; expected to read it back, or to find it absent. Nothing was cleaned "
-            "up: check whether the object exists and holds this attempt's content before retrying",
+            f"The create of {display} failed ambiguously ({first}) and {why}; expected an answer, or an object to "
+            "read back and compare with this attempt's content. Nothing was cleaned up: check whether the object "
+            "exists and holds this attempt's content before retrying",
             path=display,
         )
 

@@ -209,10 +209,21 @@ def test_paimon_compaction_whose_snapshot_response_is_lost_keeps_its_files(
 
 def test_create_undecidable_raises_commit_state_unknown_and_leaves_the_object(s3: S3Bucket, proxy: FaultProxy) -> None:
     """The answer of the create is lost and the object cannot be read back: neither success nor a lost race."""
-    from lake_orchestration.errors import CommitStateUnknownError
+    from lake_orchestration.errors import CommitStateUnknownError, FileAlreadyExistsError
     from lake_orchestration.io.storage import Storage
 
     storage = Storage(s3.uri("t"), options=_via(s3, proxy))
+    # a 412 answering the first request is a lost race even when the content is the same (mutual exclusion)
+    taken = storage.join(".hoodie", "20250101000000000.commit.requested")
+    storage.create_if_absent(taken, b"same")
+    with pytest.raises(FileAlreadyExistsError):
+        Storage(s3.uri("t"), options=_via(s3, proxy)).create_if_absent(taken, b"same")
+    # an empty object cannot be told apart: its lost answer leaves the state unknown
+    empty = storage.join(".hoodie", "20250101000000000.compaction.inflight")
+    proxy.add(Fault("PUT", r"/t/\.hoodie/20250101000000000\.compaction\.inflight$", "drop_response"))
+    with pytest.raises(CommitStateUnknownError):
+        storage.create_if_absent(empty, b"")
+
     path = storage.join(".hoodie", "20260101000000000.commit")
     lost = proxy.add(Fault("PUT", r"/t/\.hoodie/20260101000000000\.commit$", "drop_response"))
     proxy.add(Fault("*", r"/t/\.hoodie/20260101000000000\.commit$", "error", times=1000, after=lost))
