@@ -30,6 +30,13 @@ class HoodieKey(enum.Enum):
         "the table, so a hoodie.properties without it is refused.",
     )
     TIMELINE_LAYOUT_VERSION = ("hoodie.timeline.layout.version", "1", "Timeline layout version (1 for v6).")
+    TABLE_CDC_ENABLED = (
+        "hoodie.table.cdc.enabled",
+        "false",
+        "The table keeps a change log (CDC log files written beside each write and compaction). lake_orchestration "
+        "does not write CDC files yet, so writes, compaction, log compaction and clean refuse such a table (a service "
+        "that changed data without its change log would silently drop changes from CDC queries).",
+    )
     ARCHIVELOG_FOLDER = ("hoodie.archivelog.folder", "archived", "Archived timeline folder under .hoodie.")
     RECORDKEY_FIELDS = ("hoodie.table.recordkey.fields", None, "Comma-separated record key fields.")
     PARTITION_FIELDS = ("hoodie.table.partition.fields", None, "Comma-separated partition fields; absent = none.")

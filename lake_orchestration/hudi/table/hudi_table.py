@@ -22,6 +22,7 @@ from lake_orchestration.errors import (
     MetadataTableError,
     StorageError,
     TableNotFoundError,
+    UnsupportedTableFeatureError,
     UnsupportedTableVersionError,
 )
 from lake_orchestration.hudi.model.avro import CompactionPlan
@@ -201,15 +202,25 @@ class HudiTable:
         props[HoodieKey.TABLE_CHECKSUM.key] = table_checksum(props)
         TableConfig.from_properties(props, path=self.storage.uri(path))  # validate before touching anything
         current = self.storage.read_bytes(path)
-        self.storage.delete_file(backup, missing_ok=True)
+        self._delete_with_checksum(backup, missing_ok=True)
         self.storage.create_if_absent(backup, current)
-        self.storage.delete_file(path)
+        self._delete_with_checksum(path)
         self.storage.create_if_absent(path, format_properties(props).encode("latin-1"))
         self.config = self._load_config()
         if self.config.raw.get(HoodieKey.TABLE_CHECKSUM.key) != props[HoodieKey.TABLE_CHECKSUM.key]:
             raise InvalidTablePropertiesError(self.storage.uri(path), "checksum changed while writing")
-        self.storage.delete_file(backup)
+        self._delete_with_checksum(backup)
         return self.config
+
+    def _delete_with_checksum(self, path: str, *, missing_ok: bool = False) -> None:
+        """Delete ``path`` and, on a local file system, the ``.<name>.crc`` Hadoop's ``LocalFileSystem`` (a
+        ``ChecksumFileSystem``) wrote beside it, as Java's ``fs.delete`` there does. Left behind, Java's checksum of the
+        old ``hoodie.properties`` fails its read of the one we rewrote (``ChecksumException``, then "Could not load
+        Hoodie properties")."""
+        self.storage.delete_file(path, missing_ok=missing_ok)
+        if self.storage.is_local:
+            folder, _, name = path.rpartition("/")
+            self.storage.delete_file(f"{folder}/.{name}.crc" if folder else f".{name}.crc", missing_ok=True)
 
     # -- metadata table ----------------------------------------------------------------------------------------
     def has_metadata_table(self) -> bool:
@@ -226,9 +237,11 @@ class HudiTable:
         return self.storage.exists(self.storage.join(HOODIE_DIR, METADATA_DIR, HOODIE_DIR, PROPERTIES_FILE))
 
     def ensure_metadata_table_handled(
-        self, options: Mapping[str, str] | None, *, service: str, dry_run: bool = False
+        self, options: Mapping[str, str] | None, *, service: str, dry_run: bool = False, keeps_change_log: bool = False
     ) -> None:
-        """Refuse to change a table that has a metadata table, unless ``hoodie.metadata.enable=false`` drops it.
+        """Refuse to change a table that has a metadata table, unless ``hoodie.metadata.enable=false`` drops it; and
+        a CDC-enabled table (``hoodie.table.cdc.enabled=true``) unless the service ``keeps_change_log`` (a rollback
+        removes a failed write with its CDC files; it adds no change).
 
         This project does not update Hudi's metadata table: Java readers listing files through it would miss files a
         write adds and still list files a clean deletes. With ``hoodie.metadata.enable=false`` it is deleted first
@@ -237,7 +250,10 @@ class HudiTable:
 
         Raises:
             MetadataTableError: a metadata table exists and ``hoodie.metadata.enable`` is not ``false``.
+            UnsupportedTableFeatureError: the table keeps a CDC change log and the service would not write it.
         """
+        if not keeps_change_log:
+            self.ensure_no_change_log(service=service)
         if not self.has_metadata_table():
             return
         if str((options or {}).get(HoodieKey.METADATA_ENABLE.key, "")).strip().lower() == "false":
@@ -251,6 +267,25 @@ class HudiTable:
             "through it would see a stale file list. Pass hoodie.metadata.enable=false (CLI: --option "
             "hoodie.metadata.enable=false) to delete the metadata table first, as a Java writer with that setting does",
         )
+
+    def ensure_no_change_log(self, *, service: str) -> None:
+        """Refuse a CDC-enabled table: Java writes CDC log files (``*-cdc``) with every write and compaction of such a
+        table, and a change our services made without them would be missing from CDC queries.
+
+        Raises:
+            UnsupportedTableFeatureError: ``hoodie.table.cdc.enabled`` is true.
+        """
+        key = HoodieKey.TABLE_CDC_ENABLED.key
+        value = str(self.config.raw.get(key, "false")).strip()
+        if value.lower() == "true":
+            raise UnsupportedTableFeatureError(
+                self.base_uri,
+                key,
+                value,
+                f"{service} does not write Hudi's CDC log files yet, so it would silently drop changes from CDC "
+                "queries; expected a table without the change log. Run this service with Java Hudi on this table "
+                "(rollback, archive and savepoints stay available here)",
+            )
 
     def drop_metadata_table(self) -> None:
         """Delete the metadata table as a Java writer with ``hoodie.metadata.enable=false`` does

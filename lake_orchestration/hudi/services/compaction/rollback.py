@@ -224,7 +224,9 @@ def _rollback_inflight_plan_locked(
         raise InvalidInstantStateError(
             table.base_uri, instant, f"is not an inflight {action.value}; nothing to roll back"
         )
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="rollback", dry_run=dry_run)
+    table.ensure_metadata_table_handled(
+        cfg.metadata_options(), service="rollback", dry_run=dry_run, keeps_change_log=True
+    )
     files = files_to_roll_back(table, instant, action)
     if dry_run:
         return None

@@ -134,7 +134,9 @@ def _rollback_write(table: HudiTable, instant: str, *, dry_run: bool, cfg: Rollb
         raise InvalidInstantStateError(
             table.base_uri, instant, "is completed: only pending (failed or stale) writes are rolled back here"
         )
-    table.ensure_metadata_table_handled(cfg.metadata_options(), service="rollback", dry_run=dry_run)
+    table.ensure_metadata_table_handled(
+        cfg.metadata_options(), service="rollback", dry_run=dry_run, keeps_change_log=True
+    )
     resumed = pending_rollback_of(table, instant)  # a rollback of this write that crashed half-way
     pending_rb = resumed[0] if resumed is not None else None
     plan = resumed[1] if resumed is not None else plan_rollback(table, instant, target.action)
