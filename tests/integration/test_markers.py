@@ -49,3 +49,25 @@ def test_marker_reconcile_deletes_only_unwritten_base_files_then_delete_removes_
     assert sorted(p.name for p in part.iterdir()) == sorted([written, log])  # log files are kept
     delete_markers(st, INSTANT)
     assert not (tmp_path / ".hoodie" / ".temp" / INSTANT).exists()
+
+
+def test_marker_timeline_server_based_markers_list_from_their_markers_files(tmp_path: Path) -> None:
+    """Java's Spark writers default to TIMELINE_SERVER_BASED markers: ``MARKERS<n>`` files with one marker a line
+    beside ``MARKERS.type`` (and, on a local file system, Hadoop's ``.crc`` files); a rollback of a failed Java
+    write that read them as DIRECT markers found no file to delete."""
+    folder = tmp_path / ".hoodie" / ".temp" / INSTANT
+    folder.mkdir(parents=True)
+    (folder / "MARKERS.type").write_text("TIMELINE_SERVER_BASED")
+    (folder / ".MARKERS.type.crc").write_bytes(b"crc")
+    (folder / "MARKERS0").write_text(
+        "city=a/f1-0_0-1-1_20250101000000000.parquet.marker.MERGE\n"
+        "city=b/.f3-0_20241231000000000.log.1_2-1-1.marker.APPEND\n"
+    )
+    (folder / ".MARKERS0.crc").write_bytes(b"crc")
+    (folder / "MARKERS3").write_text("f2-0_1-1-1_20250101000000000.parquet.marker.CREATE\n")
+    markers = sorted(list_markers(Storage(str(tmp_path)), INSTANT), key=lambda m: m.data_file)
+    assert markers == [
+        Marker("city=a/f1-0_0-1-1_20250101000000000.parquet", "MERGE"),
+        Marker("city=b/.f3-0_20241231000000000.log.1_2-1-1", "APPEND"),
+        Marker("f2-0_1-1-1_20250101000000000.parquet", "CREATE"),
+    ]

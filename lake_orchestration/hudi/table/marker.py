@@ -1,5 +1,8 @@
 """Write markers: ``.hoodie/.temp/<instant>/<partition>/<data file>.marker.<IOType>``, one per data file an instant's
-attempt creates (DIRECT markers, as Hudi 0.14/0.15's ``DirectWriteMarkers``).
+attempt creates (DIRECT markers, as Hudi 0.14/0.15's ``DirectWriteMarkers``). Java's Spark writers default to
+TIMELINE_SERVER_BASED markers instead: the timeline server batches the same marker names, one a line, into
+``.hoodie/.temp/<instant>/MARKERS<n>`` files beside ``MARKERS.type`` (``TIMELINE_SERVER_BASED``);
+:func:`list_markers` reads both kinds (``MarkerUtils.readTimelineServerBasedMarkersFromFileSystem``).
 
 A marker is created before its data file, so the markers of an instant name every file its attempts may have
 written: commit finalization deletes the base files a failed or speculative task attempt wrote
@@ -16,6 +19,10 @@ from lake_orchestration.io.storage import Storage
 MARKERS_DIR = ".hoodie/.temp"
 """Folder of the marker folders (``.hoodie/.temp/<instant>``), relative to the base path."""
 _SEPARATOR = ".marker."
+MARKER_TYPE_FILE = "MARKERS.type"
+"""``MarkerUtils.MARKER_TYPE_FILENAME``: the marker type of a folder written by Java's timeline server."""
+_TIMELINE_SERVER_PREFIX = "MARKERS"
+"""``MarkerUtils.MARKERS_FILENAME_PREFIX``: ``MARKERS<n>`` files of TIMELINE_SERVER_BASED markers."""
 
 
 @dataclass(frozen=True)
@@ -53,9 +60,23 @@ def list_markers(storage: Storage, instant: str) -> list[Marker]:
     prefix = f"{MARKERS_DIR}/{instant}/"
     out = []
     for f in storage.walk_files(markers_dir(storage, instant)):
-        data_file, _, io_type = storage.relative(f.path)[len(prefix) :].rpartition(_SEPARATOR)
-        out.append(Marker(data_file, io_type))
+        rel = storage.relative(f.path)[len(prefix) :]
+        name = rel.rpartition("/")[2]
+        if name.endswith(".crc") and name.startswith("."):  # Hadoop's checksum of a marker file (local FS)
+            continue
+        if "/" not in rel and name.startswith(_TIMELINE_SERVER_PREFIX) and _SEPARATOR not in name:
+            if name != MARKER_TYPE_FILE:  # MARKERS<n>: one marker name a line
+                lines = storage.read_bytes(f.path).decode("utf-8").splitlines()
+                out.extend(_parse(line.strip()) for line in lines if line.strip())
+            continue
+        out.append(_parse(rel))
     return out
+
+
+def _parse(marker: str) -> Marker:
+    """``<partition>/<data file>.marker.<IOType>`` (relative to the marker folder) -> the marker."""
+    data_file, _, io_type = marker.rpartition(_SEPARATOR)
+    return Marker(data_file, io_type)
 
 
 def delete_markers(storage: Storage, instant: str) -> None:
