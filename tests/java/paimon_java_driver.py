@@ -54,16 +54,22 @@ class Paimon:
         self.version = version
         self.jvm.java.lang.Class.forName("org.apache.paimon.catalog.CatalogFactory")  # the bundle is there
         self._catalogs: dict[str, Any] = {}
+        self._methods: dict[tuple[str, str, int], Any] = {}
 
     def call(self, obj: Any, interface: str, name: str, *args: Any) -> Any:
-        cls = self.jvm.java.lang.Class.forName(interface)
-        for method in cls.getMethods():
-            if method.getName() == name and len(method.getParameterTypes()) == len(args):
-                array = self.gateway.new_array(self.jvm.java.lang.Object, len(args))
-                for i, arg in enumerate(args):
-                    array[i] = arg
-                return method.invoke(obj, array)
-        raise AttributeError(f"{interface} has no method {name} of {len(args)} arguments")
+        key = (interface, name, len(args))
+        method = self._methods.get(key)
+        if method is None:
+            for candidate in self.jvm.java.lang.Class.forName(interface).getMethods():
+                if candidate.getName() == name and len(candidate.getParameterTypes()) == len(args):
+                    method = self._methods[key] = candidate
+                    break
+            else:
+                raise AttributeError(f"{interface} has no method {name} of {len(args)} arguments")
+        array = self.gateway.new_array(self.jvm.java.lang.Object, len(args))
+        for i, arg in enumerate(args):
+            array[i] = arg
+        return method.invoke(obj, array)
 
     def table(self, warehouse: str, name: str, dynamic: dict[str, str] | None = None) -> Any:
         if warehouse not in self._catalogs:

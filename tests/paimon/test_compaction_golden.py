@@ -26,7 +26,13 @@ import pytest
 from lake_orchestration.errors import PaimonCommitConflictError, PlanError
 from lake_orchestration.paimon.model import FileKind, Snapshot
 from lake_orchestration.paimon.model.avro import read_container, write_container
-from lake_orchestration.paimon.model.manifest import MANIFEST_ENTRY_SCHEMA, ManifestEntry
+from lake_orchestration.paimon.model.manifest import MANIFEST_ENTRY_SCHEMA, DataFileMeta, ManifestEntry
+from lake_orchestration.paimon.model.pk_index import (
+    is_global_index_payload,
+    is_index_source,
+    source_meta,
+    stale_payloads,
+)
 from lake_orchestration.paimon.services.compaction import (
     PaimonCompactionExecution,
     commit_compaction,
@@ -185,3 +191,69 @@ def test_plan_to_json_obj_lists_each_bucket_unit(paimon_golden: Path, tmp_path: 
     )
     assert [f["level"] for f in bucket["files"]] == [0, 1, 2]
     assert obj["input_bytes"] == sum(f["file_size"] for f in bucket["files"])
+
+
+def _live_files(table: PaimonTable, snapshot: Snapshot) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+    live: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for e in table.live_entries(snapshot):
+        live.setdefault((e.partition.data, e.bucket), []).append(e.file)
+    return live
+
+
+def _stale(table: PaimonTable, snapshot: Snapshot) -> set[str]:
+    return stale_payloads(table.index_manifest_records(snapshot), _live_files(table, snapshot), where=table.uri)
+
+
+@pytest.mark.parametrize(("name", "snapshot_id"), CASES)
+def test_index_manifest_after_our_compaction_java_ignores_exactly_the_payloads_of_changed_levels(
+    paimon_golden: Path, tmp_path: Path, name: str, snapshot_id: int
+) -> None:
+    """Java 2.0's rule (``Pk*BucketIndexState.fromActiveDataFiles``): a payload is used only when its source list
+    is its level's live COMPACT files. Every payload Java wrote is valid by it at every snapshot (our decoding of
+    ``_SOURCE_META`` and of the rule, on Java's data); our COMPACT keeps the index manifest, so exactly the payloads
+    of the levels our compaction changed become stale (Java reads those levels without the index), and none covers
+    a file our compaction wrote or moved."""
+    java = PaimonTable.open(str(paimon_golden / name))
+    for sid in java.snapshot_ids():
+        assert _stale(java, java.snapshot(sid)) == set(), sid
+
+    table = _back_to(paimon_golden, name, snapshot_id - 1, tmp_path / name)
+    previous = table.latest_snapshot()
+    assert previous is not None
+    result = run_compaction(table)
+    assert result.execution is not None
+    ours = table.latest_snapshot()
+    assert ours is not None and ours.index_manifest == previous.index_manifest
+
+    changed_levels = {f.level for r in result.execution.results for f in (*r.before, *r.after) if is_index_source(f)}
+    previous_payloads = {
+        r["_FILE_NAME"]: source_meta(r, where=name).data_level
+        for r in table.index_manifest_records(previous)
+        if is_global_index_payload(r)
+    }
+    assert _stale(table, ours) == {p for p, level in previous_payloads.items() if level in changed_levels}
+    covered = {
+        f
+        for r in table.index_manifest_records(ours)
+        if is_global_index_payload(r) and r["_FILE_NAME"] not in _stale(table, ours)
+        for f, _ in source_meta(r, where=name).source_files
+    }
+    assert not covered & {f.file_name for r in result.execution.results for f in r.after}
+
+
+def test_plan_refuses_a_global_index_without_primary_key_source_meta(paimon_golden: Path, tmp_path: Path) -> None:
+    """A global index payload that does not name its source files cannot be left stale safely: refused."""
+    table = _back_to(paimon_golden, "test_pk_global_index_golden", 5, tmp_path / "t")
+    snapshot = table.latest_snapshot()
+    assert snapshot is not None and snapshot.index_manifest is not None
+    path = Path(table.uri) / "manifest" / snapshot.index_manifest
+    container = read_container(path.read_bytes(), path=str(path))
+    records = [dict(r) for r in container.records]
+    records[0] = {**records[0], "_GLOBAL_INDEX": {**records[0]["_GLOBAL_INDEX"], "_SOURCE_META": None}}
+    path.write_bytes(write_container(container.schema, records))
+    with pytest.raises(PlanError, match=r"has no _SOURCE_META.*does not rebuild global indexes"):
+        plan_compaction(table)
+    records[0]["_GLOBAL_INDEX"]["_SOURCE_META"] = b"\x00\x00\x00\x02"
+    path.write_bytes(write_container(container.schema, records))
+    with pytest.raises(PlanError, match=r"not a primary-key index source meta"):
+        plan_compaction(table)

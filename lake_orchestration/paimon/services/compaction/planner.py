@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import PlanError
+from lake_orchestration.errors import CorruptFileError, PlanError
 from lake_orchestration.paimon.model.binary_row import BinaryRow
 from lake_orchestration.paimon.model.levels import Bucket, CompactUnit
 from lake_orchestration.paimon.model.manifest import DataFileMeta
 from lake_orchestration.paimon.model.options import ChangelogProducer, CoreOptions, MergeEngine
+from lake_orchestration.paimon.model.pk_index import is_global_index_payload, source_meta
 from lake_orchestration.paimon.model.schema import TableSchema
 from lake_orchestration.paimon.services.compaction.universal import drop_delete, pick_full_compaction, pick_unit
 from lake_orchestration.paimon.table import PaimonTable
@@ -198,6 +199,31 @@ def _check_schemas(
             )
 
 
+def _check_global_indexes(
+    table: PaimonTable, snapshot_id: int, records: tuple[dict[str, Any], ...], buckets: set[tuple[bytes, int]]
+) -> None:
+    """The global index payloads of the buckets to compact must be Paimon 2.x primary-key index payloads.
+
+    The COMPACT commit keeps the index manifest as it is (see ``committer``): Java then ignores the payloads of the
+    levels the compaction changed, because each names its source data files and row counts
+    (``PrimaryKeyIndexSourceMeta``), and its next writer rebuilds them. A global index without that source list
+    (one keyed by row positions alone) would be read against rewritten files, so it is refused."""
+    where = f"{table.uri} snapshot {snapshot_id} index manifest"
+    for r in records:
+        if r.get("_KIND", 0) != 0 or not is_global_index_payload(r):
+            continue
+        if (bytes(r["_PARTITION"]), r["_BUCKET"]) not in buckets:
+            continue
+        try:
+            source_meta(r, where=where)
+        except CorruptFileError as err:
+            raise PlanError(
+                f"{err}; bucket {r['_BUCKET']} is to be compacted, and this compaction does not rebuild global "
+                "indexes: only primary-key index payloads (which Java validates against their source files) can "
+                "be left as they are"
+            ) from err
+
+
 def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompactionPlan:
     """Plan the compaction of every bucket of the latest snapshot.
 
@@ -210,8 +236,9 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
         The plan (empty when nothing is to be done or the table has no snapshot).
 
     Raises:
-        PlanError: What :func:`check_supported` refuses, a bucket to compact has deletion vectors, or its files
-            were written with a schema of other columns.
+        PlanError: What :func:`check_supported` refuses, a bucket to compact has deletion vectors or a global
+            index that is not a primary-key index payload, or its files were written with a schema of other
+            columns.
     """
     schema = table.schema()
     options = CoreOptions(schema.options)
@@ -219,9 +246,10 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return PaimonCompactionPlan(table_uri=table.uri, snapshot_id=None, schema=schema, full=full, buckets=())
+    index_records = table.index_manifest_records(snapshot)
     dv_buckets = {
         (bytes(r["_PARTITION"]), r["_BUCKET"])
-        for r in table.index_manifest_records(snapshot)
+        for r in index_records
         if r.get("_INDEX_TYPE") == DELETION_VECTORS_INDEX and r.get("_KIND", 0) == 0
     }
     out = []
@@ -238,6 +266,7 @@ def plan_compaction(table: PaimonTable, *, full: bool = False) -> PaimonCompacti
                 f"in snapshot {snapshot.id}: compaction that applies and rewrites them is not supported here"
             )
         out.append(planned)
+    _check_global_indexes(table, snapshot.id, index_records, {(b.partition.data, b.bucket) for b in out})
     return PaimonCompactionPlan(
         table_uri=table.uri, snapshot_id=snapshot.id, schema=schema, full=full, buckets=tuple(out)
     )
