@@ -242,6 +242,8 @@ class _Services:
         self.log: list[str] = []
         self.compacted: list[str] = []
         self.killed_compaction: str | None = None
+        self.recovered: list[str] = []
+        """Compactions rerun after a killed attempt (rolled back first)."""
 
     def schedule(self) -> str | None:
         try:
@@ -258,6 +260,8 @@ class _Services:
             self.kill_compaction(instant)
         for r in run_compaction(HudiTable(str(self.path)), config=self.compaction, max_plans=5):
             self.compacted.append(str(r.instant))
+            if r.rolled_back_attempt is not None:
+                self.recovered.append(str(r.instant))
             self.log.append(f"compacted {r.instant} (rolled back attempt {r.rolled_back_attempt})")
         cleaned = run_clean(HudiTable(str(self.path)), self.clean)
         self.log.append(f"clean: {cleaned.instants}")
@@ -359,14 +363,13 @@ def test_java_writer_loop_beside_our_services_with_kills(
 ) -> None:
     t = _java_table(tmp_path / "t")
     java_write(java_writer, t, trips(150, seed=1 + round_no).select(t.schema.names), "insert", **MULTI_WRITER)
-    java_write(java_writer, t, _batch(t, 0), "upsert", **MULTI_WRITER)
     services = _Services(t.path)
 
     # the Java writer upserts in a loop while our services run: every batch is based on the model so far (a batch
     # that fails leaves its keys as they were)
     batches = []
     shadow = Model(t.model.key, dict(t.model.rows))
-    for n in range(1, 5):
+    for n in range(1, 4):
         b = _batch(JavaTable(t.path, t.shape, MOR, shadow, t.schema, [], t.scratch), n)
         shadow.upsert(b)
         batches.append(b)
@@ -375,7 +378,7 @@ def test_java_writer_loop_beside_our_services_with_kills(
     loop.start()
     rounds = 0
     while loop.is_alive() or rounds < 2:
-        services.round(kill_compaction=rounds >= 1)
+        services.round(kill_compaction=True)  # the first plan scheduled is killed before its commit, then rerun
         rounds += 1
     loop.join()
     if "error" in out:
@@ -388,8 +391,14 @@ def test_java_writer_loop_beside_our_services_with_kills(
     assert any(w["ok"] for w in writes), f"no Java write succeeded beside our services: {failed}"
     # a Java write may only fail for a conflict with our compaction plan or a lock it did not get in time
     assert all("conflict" in e.lower() or "lock" in e.lower() for e in failed), failed
-    services.round(kill_compaction=True)  # the killed compaction (if any) is rerun, more is compacted and cleaned
+    if services.killed_compaction is None:  # the writer kept a write inflight whenever we tried to schedule
+        java_write(java_writer, t, _batch(t, 8), "upsert", **MULTI_WRITER)
+    services.round(kill_compaction=True)  # the killed compaction is rerun, more is compacted and cleaned
     assert services.compacted, f"no compaction committed beside the Java writer: {services.log}"
+    killed_ours = services.killed_compaction
+    assert killed_ours is not None and killed_ours in services.recovered, (
+        f"no killed compaction recovered: {services.log}"
+    )
 
     # kill the Java writer in the middle of a write: nothing of it may become visible; our rollback removes it
     killed = _kill_java_mid_write(java_writer, t, _batch(t, 9))
@@ -402,9 +411,6 @@ def test_java_writer_loop_beside_our_services_with_kills(
     assert not list(HudiTable(str(t.path)).timeline.pending().with_actions(Action.DELTA_COMMIT))
     services.round(kill_compaction=False)
     _assert_everyone_reads_the_model(java_hudi, t, f"round {round_no} ({'; '.join(services.log)[:3000]})")
-
-    # Java writes on: the table is as usable for it as before
-    java_write(java_hudi, t, _batch(t, 10), "upsert", **MULTI_WRITER)
-    after = java_read(java_hudi, t)
-    assert_rows_equal(after, t.expected(), "Java's read after it wrote on")
-    assert killed not in set(after.column("_hoodie_commit_time").to_pylist()), "the killed Java write is visible"
+    if ROUNDS > 1:  # locally: Java writes on, the table is as usable for it as before
+        java_write(java_hudi, t, _batch(t, 10), "upsert", **MULTI_WRITER)
+        assert_rows_equal(java_read(java_hudi, t), t.expected(), "Java's read after it wrote on")
