@@ -31,6 +31,11 @@ class FileAlreadyExistsError(StorageError):
         super().__init__("File already exists (create-if-absent refused to overwrite it)", path=path)
 
 
+class AmbiguousWriteError(StorageError):
+    """A write request failed in a way that leaves it unknown whether the store applied it (connection reset, timeout,
+    5xx past the client's retries): unlike a refused request (permission, bad request), the object may exist."""
+
+
 class ConditionalWriteUnsupportedError(StorageError):
     """The object store cannot create an object only if it is absent (no conditional writes), so timeline files and
     the table lock would not be created atomically."""

@@ -33,7 +33,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lake_orchestration.errors import ConditionalWriteUnsupportedError, FileAlreadyExistsError, StorageError
+from lake_orchestration.errors import (
+    AmbiguousWriteError,
+    ConditionalWriteUnsupportedError,
+    FileAlreadyExistsError,
+    StorageError,
+)
 
 CONDITIONAL_PUT = "conditional_put"
 """The project's storage option: ``auto`` (default), ``true`` or ``false`` (see the module doc)."""
@@ -224,7 +229,16 @@ class AtomicCreator:
 
     def _put_create(self, store: Any, key: str, data: bytes, *, display: str) -> None:
         import obstore
-        from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
+        from obstore.exceptions import (
+            AlreadyExistsError,
+            BaseError,
+            InvalidPathError,
+            NotSupportedError,
+            PermissionDeniedError,
+            PreconditionError,
+            UnauthenticatedError,
+            UnknownConfigurationKeyError,
+        )
 
         try:
             obstore.put(store, key, data, mode="create", use_multipart=False)
@@ -238,7 +252,11 @@ class AtomicCreator:
                 raise ConditionalWriteUnsupportedError(
                     display, "the store answered 501 Not Implemented to a PUT with If-None-Match: *"
                 ) from err
-            raise StorageError(f"Cannot create file ({detail})", path=display) from err
+            refused = (PermissionDeniedError, UnauthenticatedError, InvalidPathError, UnknownConfigurationKeyError)
+            if isinstance(err, refused):
+                raise StorageError(f"Cannot create file ({detail})", path=display) from err
+            # transport errors, timeouts, 5xx past the retries: the store may have applied the PUT
+            raise AmbiguousWriteError(f"Cannot create file ({detail})", path=display) from err
 
     def _probe_once(self, directory: str, *, display: str) -> None:
         with _PROBED_GUARD:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 from lake_orchestration.errors import (
+    AmbiguousWriteError,
     CommitStateUnknownError,
     ConditionalWriteUnsupportedError,
     CorruptFileError,
@@ -235,9 +236,13 @@ class Storage:
         With ``conditional_put=false`` (a store declared without conditional writes) and on HDFS: an existence
         check, then a write (not atomic; see :attr:`atomic_create`).
 
+        On S3/GCS an ambiguous failure (a ``412`` answering a retried PUT, a transport error) is decided by reading
+        the object back (:meth:`_create_on_store`).
+
         Raises:
-            FileAlreadyExistsError: the file exists.
+            FileAlreadyExistsError: the file exists (another writer's).
             ConditionalWriteUnsupportedError: the object store turned out to have no conditional writes.
+            CommitStateUnknownError: S3/GCS: the create failed ambiguously and reading back could not decide it.
         """
         self._make_parent(path)
         if self.is_local:
@@ -296,16 +301,19 @@ class Storage:
                 if attempt > 1:
                     log.warning("Created %s on attempt %d after an ambiguous failure (%s)", display, attempt, first)
                 return
-            except ConditionalWriteUnsupportedError:
-                raise
             except FileAlreadyExistsError as err:
                 if first is None and not err.ambiguous:
                     raise  # answered to our first request: another writer's object, a plain lost race
                 first = first or err
                 current = err
-            except StorageError as err:  # a transport or server error: applied or not, unknown
+            except AmbiguousWriteError as err:  # a transport or server error: applied or not, unknown
                 first = first or err
                 current = err
+            except StorageError:
+                if first is None:
+                    raise  # refused before or by the store (configuration, permission): nothing was created
+                why = "a later create was refused"
+                break
             if not data:
                 why = "an empty object's content cannot tell whether this attempt created it"
                 break
