@@ -8,6 +8,7 @@ The commands live in :mod:`lake_orchestration.cli.commands`, what they print goe
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import click
@@ -37,6 +38,27 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     """Run and inspect Apache Hudi table services."""
     ctx.obj = {"verbose": verbose}
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    if not verbose:
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(_BriefFormatter("%(levelname)s %(message)s"))
+        threading.excepthook = _brief_thread_exception
+
+
+class _BriefFormatter(logging.Formatter):
+    """Without ``--verbose`` a logged exception (a failed lock release, heartbeat or clean-up after the command's own
+    error) is one line, its type and message: the tracebacks are for ``--verbose``."""
+
+    def formatException(self, ei: Any) -> str:
+        return f"  ({ei[0].__name__}: {ei[1]})" if ei and ei[0] is not None else ""
+
+    def formatStack(self, stack_info: str) -> str:
+        return ""
+
+
+def _brief_thread_exception(args: threading.ExceptHookArgs) -> None:
+    """An exception escaping a background thread (heartbeat, lock refresh) without ``--verbose``: one log line."""
+    name = args.thread.name if args.thread is not None else "a background thread"
+    logging.getLogger("lake_orchestration").error("%s failed: %s: %s", name, args.exc_type.__name__, args.exc_value)
 
 
 for command in (
