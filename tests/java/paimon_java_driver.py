@@ -116,7 +116,8 @@ class Paimon:
                 iterator.close()
         snapshot = self.call(table, "org.apache.paimon.table.FileStoreTable", "snapshotManager").latestSnapshot()
         latest = None if snapshot is None else int(snapshot.id())
-        return {"rows": rows, "row_kinds": kinds, "snapshot_id": cmd.get("snapshot_id", latest)}
+        asked = cmd.get("snapshot_id")
+        return {"rows": rows, "row_kinds": kinds, "snapshot_id": latest if asked is None else asked}
 
     def snapshots(self, cmd: dict[str, Any]) -> dict[str, Any]:
         table = self.table(cmd["warehouse"], cmd["table"])
