@@ -191,9 +191,15 @@ def test_log_compaction_overtaken_by_a_java_delete(java_hudi: JavaHudi, planned,
     planned_ids = {op.file_id for op in plan.operations or ()}
     snap = read_snapshot_table(HudiTable(str(t.path)))
     fids = pc.utf8_slice_codeunits(snap.column("_hoodie_file_name"), 0, 38)
-    in_plan = snap.filter(pc.is_in(fids, pa.array(sorted(planned_ids))))
-    victims = in_plan.slice(0, 12).select(list(t.schema.names)).cast(t.schema)
-    hit = set(pc.utf8_slice_codeunits(in_plan.slice(0, 12).column("_hoodie_file_name"), 0, 38).to_pylist())
+    # rows whose latest version is in the merged log blocks (updated after the insert): the ones the merged block
+    # would bring back if it were applied after their delete
+    first = t.instants[0].split(".")[0]
+    in_plan = snap.filter(
+        pc.and_(pc.is_in(fids, pa.array(sorted(planned_ids))), pc.greater(snap.column("_hoodie_commit_time"), first))
+    ).slice(0, 12)
+    assert in_plan.num_rows == 12
+    victims = in_plan.select(list(t.schema.names)).cast(t.schema)
+    hit = set(pc.utf8_slice_codeunits(in_plan.column("_hoodie_file_name"), 0, 38).to_pylist())
     java_write(java_hudi, t, victims, "delete")
     java_write(java_hudi, t, trips(10, seed=77), "upsert")  # a later write elsewhere too
 
