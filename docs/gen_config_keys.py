@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from lake_orchestration.config.keys import PAYLOAD_DEFAULT, PAYLOAD_OVERWRITE_WITH_LATEST, HoodieKey
+from lake_orchestration.config.keys import PAYLOAD_DEFAULT, PAYLOAD_OVERWRITE_WITH_LATEST, UNMODELLED_KEYS, HoodieKey
 
 PAGE = Path(__file__).resolve().parent / "reference" / "config-keys.md"
 
@@ -69,6 +69,17 @@ def render() -> str:
         "|---|---|---|",
         f"| `PAYLOAD_OVERWRITE_WITH_LATEST` | `{PAYLOAD_OVERWRITE_WITH_LATEST}` | commit-time ordering |",
         f"| `PAYLOAD_DEFAULT` | `{PAYLOAD_DEFAULT}` | event-time ordering |",
+        "",
+        "## Hudi keys accepted without being read",
+        "",
+        "`--option` and the Dagster option maps refuse a `hoodie.*` key that is neither above nor here, with the",
+        "closest known key (a typo would silently keep the default). These real Hudi keys, which a Java writer's",
+        "config may carry, are accepted and not read (`UNMODELLED_KEYS`); any other key passes only on purpose, with",
+        "`--option-passthrough KEY=VALUE` or a table's `passthrough_keys`.",
+        "",
+        "| Key | What happens instead |",
+        "|---|---|",
+        *[f"| `{k}` | {_cell(v)} |" for k, v in UNMODELLED_KEYS.items()],
         "",
     ]
     return "\n".join(lines)

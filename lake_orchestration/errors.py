@@ -223,6 +223,12 @@ class InvalidOptionError(PlanError):
     the value and what was expected."""
 
 
+class UnknownOptionError(InvalidOptionError):
+    """A ``hoodie.*`` option key that no :class:`~lake_orchestration.config.keys.HoodieKey` reads (a typo such as
+    ``hoodie.compact.inline.max.delta.commit``): it would silently keep Hudi's default. The message names the key,
+    where it was given, the closest known key and how to pass a key on purpose that is not modelled."""
+
+
 class CommitStateUnknownError(LakeOrchestrationError):
     """The outcome of a commit is unknown; re-check the timeline with the instant time, never clean up.
 

@@ -9,6 +9,7 @@ import click
 
 from lake_orchestration.cli.storage_options import current_storage_options
 from lake_orchestration.config.keys import HoodieKey
+from lake_orchestration.config.options import check_option_keys
 from lake_orchestration.errors import EngineError
 from lake_orchestration.hudi.table import HudiTable
 
@@ -20,14 +21,55 @@ def open_table(path: str) -> HudiTable:
     return HudiTable(path, storage_options=current_storage_options())
 
 
-def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    """``--option key=value`` (repeatable) -> Hudi options."""
+_PASSTHROUGH_META_KEY = "lake_orchestration.option_passthrough"
+PASSTHROUGH_FLAG = "--option-passthrough"
+"""The escape for a Hudi key lake_orchestration does not model: passed on as given, never checked."""
+
+
+def _pairs(pairs: tuple[str, ...], flag: str) -> dict[str, str]:
     out = {}
     for p in pairs:
         key, sep, value = p.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--option {p!r}: expected key=value, e.g. hoodie.parquet.compression.codec=snappy")
+            raise ValueError(f"{flag} {p!r}: expected key=value, e.g. {HoodieKey.PARQUET_COMPRESSION_CODEC.key}=snappy")
         out[key.strip()] = value
+    return out
+
+
+def _store_passthrough(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    ctx.meta[_PASSTHROUGH_META_KEY] = value
+
+
+def option_passthrough(fn: F) -> F:
+    """Add ``--option-passthrough KEY=VALUE`` (repeatable) beside a command's ``--option``: a ``hoodie.*`` key that
+    lake_orchestration does not model, passed on without the unknown-key check of :func:`parse_options` (a
+    ``hoodie.table.*`` key of a write that creates the table lands in ``hoodie.properties``; a service ignores it)."""
+    return click.option(
+        PASSTHROUGH_FLAG,
+        "option_passthrough",
+        multiple=True,
+        metavar="KEY=VALUE",
+        expose_value=False,
+        callback=_store_passthrough,
+        help="A Hudi key lake_orchestration does not model, passed on unchecked (repeatable).",
+    )(fn)
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``--option key=value`` (repeatable) -> Hudi options, with the command's ``--option-passthrough`` pairs.
+
+    Raises:
+        ValueError: a pair without ``=`` or without a key.
+        UnknownOptionError: an ``--option`` ``hoodie.*`` key no :class:`HoodieKey` reads (a typo would silently keep
+            the default): the message names the key, the closest known key and ``--option-passthrough``.
+    """
+    out = _pairs(pairs, "--option")
+    check_option_keys(out, source="--option", escape=f"{PASSTHROUGH_FLAG} KEY=VALUE")
+    try:
+        passthrough = click.get_current_context().meta.get(_PASSTHROUGH_META_KEY, ())
+    except RuntimeError:  # called outside a command
+        passthrough = ()
+    out.update(_pairs(tuple(passthrough), PASSTHROUGH_FLAG))
     return out
 
 

@@ -218,8 +218,9 @@ class HoodieKey(enum.Enum):
     LOCK_PROVIDER = (
         "hoodie.write.lock.provider",
         "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
-        "Table lock: FileSystemBasedLockProvider (the lock file, shared with Java writers using that provider) or "
-        "InProcessLockProvider (threads of one process only).",
+        "Table lock: FileSystemBasedLockProvider (the lock file, shared with Java writers using that provider), "
+        "DynamoDBBasedLockProvider (hudi-aws's DynamoDB lock item, needs boto3) or InProcessLockProvider (threads of "
+        "one process only).",
     )
     LOCK_FILESYSTEM_PATH = (
         "hoodie.write.lock.filesystem.path",
@@ -230,6 +231,32 @@ class HoodieKey(enum.Enum):
         "hoodie.write.lock.filesystem.expire",
         "0",
         "Minutes after which a lock file written by Java (no heartbeat) is stale; 0 = never, as in Java.",
+    )
+    LOCK_DYNAMODB_TABLE = (
+        "hoodie.write.lock.dynamodb.table",
+        "hudi_locks",
+        "DynamoDBBasedLockProvider: the DynamoDB table holding one lock item per Hudi table (hash key 'key').",
+    )
+    LOCK_DYNAMODB_PARTITION_KEY = (
+        "hoodie.write.lock.dynamodb.partition_key",
+        None,
+        "DynamoDBBasedLockProvider: this Hudi table's lock item; default the Hudi table name, as in Java.",
+    )
+    LOCK_DYNAMODB_REGION = (
+        "hoodie.write.lock.dynamodb.region",
+        None,
+        "DynamoDBBasedLockProvider: the AWS region; default AWS_REGION, else us-east-1.",
+    )
+    LOCK_DYNAMODB_ENDPOINT_URL = (
+        "hoodie.write.lock.dynamodb.endpoint_url",
+        None,
+        "DynamoDBBasedLockProvider: a DynamoDB-compatible endpoint (local development, tests).",
+    )
+    LOCK_DYNAMODB_BILLING_MODE = (
+        "hoodie.write.lock.dynamodb.billing_mode",
+        "PAY_PER_REQUEST",
+        "DynamoDBBasedLockProvider: billing mode of a lock table created on first use (PAY_PER_REQUEST or "
+        "PROVISIONED).",
     )
     LOCK_WAIT_TIME_MS = (
         "hoodie.write.lock.wait_time_ms",
@@ -392,6 +419,54 @@ class HoodieKey(enum.Enum):
 
 
 _BY_KEY = {m.key: m for m in HoodieKey}
+
+UNMODELLED_KEYS: dict[str, str] = {
+    # Java writer and table-service switches: a Java writer's config may carry them; nothing here reads them
+    "hoodie.clean.automatic": "Java's inline clean after each write; lake_orchestration cleans only when asked "
+    "(`lake-orch clean`, the clean job).",
+    "hoodie.archive.automatic": "Java's inline archive after each write; lake_orchestration archives only when asked "
+    "(`lake-orch archive`, the archive job).",
+    "hoodie.compact.inline": "Java's inline compaction after each delta commit; lake_orchestration schedules and runs "
+    "compaction as its own service.",
+    "hoodie.datasource.compaction.async.enable": "Java's async compaction of a Spark streaming writer.",
+    "hoodie.compaction.preserve.commit.metadata": "Compaction always preserves the commit time and sequence number "
+    "(Java's default, true).",
+    "hoodie.cleaner.delete.bootstrap.base.file": "Clean never deletes bootstrap source files (Java's default, false).",
+    "hoodie.cleaner.policy.failed.writes": "How Java writers roll back failed writes (EAGER or LAZY); "
+    "`lake-orch rollback --stale` follows heartbeats either way.",
+    "hoodie.write.concurrency.mode": "Java's concurrency mode; lake_orchestration always takes the table lock and "
+    "checks conflicts at commit.",
+    "hoodie.write.lock.num_retries": "Java's lock provider retries; ours waits hoodie.write.lock.wait_time_ms.",
+    "hoodie.write.lock.client.num_retries": "Java's lock manager retries; ours waits hoodie.write.lock.wait_time_ms.",
+    "hoodie.write.lock.client.wait_time_ms_between_retry": "Java's lock manager pause; ours is "
+    "hoodie.write.lock.wait_time_ms_between_retry.",
+    # table config (HoodieTableConfig) that a write creating the table copies into hoodie.properties as given
+    "hoodie.table.initial.version": "Table config: stored in hoodie.properties by a write that creates the table.",
+    "hoodie.table.cdc.supplemental.logging.mode": "Table config (CDC log contents): stored by a write that creates "
+    "the table; a CDC table is refused by writes and services (hoodie.table.cdc.enabled).",
+    "hoodie.table.secondary.indexes.metadata": "Table config: stored by a write that creates the table.",
+    "hoodie.bootstrap.index.enable": "Table config: stored by a write that creates the table.",
+    "hoodie.allow.operation.metadata.field": "Table config (the _hoodie_operation column): stored by a write that "
+    "creates the table.",
+}
+"""Real Hudi keys this project accepts in ``--option`` and the Dagster ``*_options`` maps without reading them,
+each with what happens instead: a user's Java writer config may carry them. Any other ``hoodie.*`` key that is not
+a :class:`HoodieKey` is refused as unknown (a typo would otherwise silently keep Hudi's default); a key neither
+list knows passes only through ``--option-passthrough`` or a table's ``passthrough_keys``."""
+
+
+def is_known_key(key: str) -> bool:
+    """True for a key string a :class:`HoodieKey` reads (its key, an alias or a deprecated name) or one of
+    :data:`UNMODELLED_KEYS`."""
+    return key in _KNOWN or key in UNMODELLED_KEYS
+
+
+def known_key_strings() -> list[str]:
+    """Every key string :func:`is_known_key` accepts, sorted (the candidates of a "did you mean" hint)."""
+    return sorted(_KNOWN | set(UNMODELLED_KEYS))
+
+
+_KNOWN = frozenset(k for m in HoodieKey for k in m.lookup_keys)
 
 HOODIE_PREFIX = "hoodie."
 """Prefix of every Hudi key."""

@@ -13,6 +13,7 @@ when it has no value; a deprecated name is read last and logged. Mirrors Java's 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import logging
 import typing
@@ -20,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.config.keys import HOODIE_PREFIX, HoodieKey, is_known_key, known_key_strings
+from lake_orchestration.errors import InvalidOptionError, UnknownOptionError
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,51 @@ def parse_enum_option(key: str, raw: object, enum_type: type[E], *, service: str
             if text.upper() in (str(m.value).upper(), m.name):
                 return m
     raise invalid_option(key, raw, "one of " + ", ".join(str(m.value) for m in enum_type), service=service)
+
+
+# -- unknown keys -----------------------------------------------------------------------------------------------------
+def suggest_key(key: str) -> str | None:
+    """The known key string closest to ``key`` (difflib, ratio >= 0.8), or None."""
+    close = difflib.get_close_matches(key.strip().lower(), known_key_strings(), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def check_option_keys(
+    options: Mapping[str, object], *, source: str, escape: str, passthrough: frozenset[str] | set[str] = frozenset()
+) -> None:
+    """Refuse every ``hoodie.*`` key of ``options`` (any case) that is not known (:func:`is_known_key`) and not in
+    ``passthrough``: such a key is read by nothing, so a typo would silently keep Hudi's default. Keys outside
+    ``hoodie.*`` are left alone (other engines' names, such as Flink's ``compaction.max_memory``).
+
+    Args:
+        options: the raw option map.
+        source: where the keys were given, for the message (``--option``, ``clean_options of table 'trips'``).
+        escape: how to pass an unmodelled key on purpose, for the message.
+        passthrough: keys accepted without being known.
+
+    Raises:
+        UnknownOptionError: naming each unknown key, ``source``, the closest known key and ``escape``.
+    """
+    unknown = [
+        k
+        for k in options
+        if isinstance(k, str)
+        and k.strip().lower().startswith(HOODIE_PREFIX)
+        and not is_known_key(k.strip())
+        and k.strip() not in passthrough
+    ]
+    if not unknown:
+        return
+    parts = []
+    for k in unknown:
+        hint = suggest_key(k)
+        parts.append(f"{k!r}" + (f" (did you mean {hint}?)" if hint else ""))
+    noun = "option" if len(unknown) == 1 else "options"
+    raise UnknownOptionError(
+        f"Unknown Hudi {noun} {', '.join(parts)} in {source}: nothing here reads it, so it would be silently "
+        f"ignored; expected a key of docs/reference/config-keys.md, or pass a key lake_orchestration does not model "
+        f"on purpose with {escape}"
+    )
 
 
 # -- typed configs declared over the registry -----------------------------------------------------------------------

@@ -27,6 +27,7 @@ import pydantic
 import yaml
 
 from lake_orchestration.config.keys import HOODIE_PREFIX, HoodieKey
+from lake_orchestration.config.options import check_option_keys
 from lake_orchestration.errors import LakeOrchestrationError
 
 if TYPE_CHECKING:
@@ -315,6 +316,10 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     of the Hudi service options (Paimon keeps its options in the table's schema)."""
     storage: StorageConfig | None = None
     """Storage options; default: none (local paths, or pyarrow's default credential chain for object stores)."""
+    passthrough_keys: list[str] = []  # noqa: RUF012 - pydantic copies field defaults
+    """``hoodie.*`` keys lake_orchestration does not model, accepted in the ``*_options`` maps as given (any other
+    unknown ``hoodie.*`` key is refused with the closest known key: a typo would silently keep Hudi's default).
+    Declared before the option maps, which are checked against it."""
     compaction_options: dict[str, OptionValue] = {}  # noqa: RUF012 - pydantic copies field defaults
     """Compaction options under Hudi's keys (``hoodie.compact.inline.max.delta.commits`` ...)."""
     clean_options: dict[str, OptionValue] = {}  # noqa: RUF012
@@ -370,12 +375,32 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             raise ValueError("expected letters, digits and underscores only (a Dagster name)")
         return v
 
+    @pydantic.field_validator("passthrough_keys")
+    @classmethod
+    def _passthrough(cls, v: list[str]) -> list[str]:
+        bad = [k for k in v if not k.startswith(HOODIE_PREFIX)]
+        if bad:
+            raise ValueError(f"expected Hudi keys (hoodie.*), got {bad}")
+        return v
+
     @pydantic.field_validator(
         "compaction_options", "clean_options", "archive_options", "bootstrap_options", mode="before"
     )
     @classmethod
     def _options(cls, v: Any, info: pydantic.ValidationInfo) -> Any:
-        return _normalize_options(v, str(info.field_name))
+        out = _normalize_options(v, str(info.field_name))
+        if isinstance(out, Mapping):
+            name = info.data.get("name")
+            try:
+                check_option_keys(
+                    out,
+                    source=f"{info.field_name} of table {name!r}" if name else str(info.field_name),
+                    escape="the table's passthrough_keys: [KEY, ...]",
+                    passthrough=set(info.data.get("passthrough_keys") or ()),
+                )
+            except LakeOrchestrationError as err:  # pydantic reports a ValueError with the field's location
+                raise ValueError(str(err)) from err
+        return out
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> "HudiTableConfig":

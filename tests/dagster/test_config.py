@@ -179,3 +179,38 @@ def test_bad_config_file_error_names_file_and_problem(tmp_path: Path, text: str,
 def test_missing_config_file_error_names_it(tmp_path: Path) -> None:
     with pytest.raises(HudiConfigError, match=rf"^{tmp_path / 'nope.yaml'}: cannot read the config file"):
         load_config_file(tmp_path / "nope.yaml")
+
+
+def test_options_unknown_hudi_key_refused_naming_table_map_and_closest_key(tmp_path: Path) -> None:
+    """A typo in a YAML option map used to keep Hudi's default silently; now loading the file fails."""
+    f = tmp_path / "tables.yaml"
+    f.write_text(
+        "tables:\n"
+        "  - name: trips\n"
+        "    base_path: /data/trips\n"
+        "    compaction_options: {hoodie.compact.inline.max.delta.commit: 1}\n"
+    )
+    with pytest.raises(HudiConfigError) as err:
+        load_config_file(f)
+    msg = str(err.value)
+    assert str(f) in msg and "tables[0] ('trips')" in msg
+    assert "'hoodie.compact.inline.max.delta.commit'" in msg and "compaction_options of table 'trips'" in msg
+    assert "did you mean hoodie.compact.inline.max.delta.commits?" in msg and "passthrough_keys" in msg
+
+
+def test_options_passthrough_keys_let_an_unmodelled_key_through() -> None:
+    (t,) = validate_tables(
+        [
+            {
+                "name": "trips",
+                "base_path": "/data/trips",
+                "passthrough_keys": ["hoodie.my.site.setting"],
+                "clean_options": {"hoodie.my.site.setting": 1, "hoodie.clean.automatic": False},
+            }
+        ],
+        where="x.yaml",
+    )
+    assert t.clean_options == {"hoodie.my.site.setting": "1", "hoodie.clean.automatic": "false"}
+    assert t.clean_config().commits_retained == 10
+    with pytest.raises(HudiConfigError, match=r"passthrough_keys: expected Hudi keys \(hoodie\.\*\)"):
+        validate_tables([{"name": "t", "base_path": "/d", "passthrough_keys": ["spark.x"]}], where="x.yaml")

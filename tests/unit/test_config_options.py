@@ -166,3 +166,38 @@ def test_lock_config_short_provider_name_and_round_trip_through_options() -> Non
     )
     assert (cfg.provider, cfg.wait_time_ms) == (IN_PROCESS_LOCK_PROVIDER, 5)
     assert LockConfig.from_options(cfg.to_options()) == cfg
+
+
+# -- unknown keys (the user's first hour: a typo must not silently keep the default) -------------------------------
+def test_check_option_keys_refuses_a_typo_with_the_closest_key_and_the_escape() -> None:
+    from lake_orchestration.config.options import check_option_keys
+    from lake_orchestration.errors import UnknownOptionError
+
+    typo = HoodieKey.COMPACT_MAX_DELTA_COMMITS.key[:-1]  # ...max.delta.commit
+    with pytest.raises(UnknownOptionError) as err:
+        check_option_keys({typo: "1"}, source="--option", escape="--option-passthrough KEY=VALUE")
+    msg = str(err.value)
+    assert f"'{typo}'" in msg and "--option" in msg and "--option-passthrough KEY=VALUE" in msg
+    assert f"did you mean {HoodieKey.COMPACT_MAX_DELTA_COMMITS.key}?" in msg
+    assert isinstance(err.value, InvalidOptionError)  # exits 1 and fails Dagster steps without retries, as bad values
+
+
+def test_check_option_keys_accepts_registry_aliases_unmodelled_passthrough_and_non_hudi_keys() -> None:
+    from lake_orchestration.config.keys import UNMODELLED_KEYS
+    from lake_orchestration.config.options import check_option_keys
+    from lake_orchestration.errors import UnknownOptionError
+
+    ok = {m_key: "x" for m in HoodieKey for m_key in m.lookup_keys}
+    ok.update(dict.fromkeys(UNMODELLED_KEYS, "x"))
+    ok["compaction.max_memory"] = "100"  # Flink's name, read by compaction; not a hoodie.* key
+    check_option_keys(ok, source="--option", escape="E")
+    check_option_keys({"hoodie.my.custom": "1"}, source="s", escape="E", passthrough={"hoodie.my.custom"})
+    with pytest.raises(
+        UnknownOptionError, match=r"'HOODIE\.cleaner\.policy' \(did you mean hoodie\.cleaner\.policy\?\)"
+    ):
+        check_option_keys({"HOODIE.cleaner.policy": "x"}, source="s", escape="E")  # Hudi's keys are case-sensitive
+    with pytest.raises(UnknownOptionError) as err:
+        check_option_keys({"hoodie.zzz": "1", "hoodie.cleaner.commit.retained": "2"}, source="s", escape="E")
+    assert "Unknown Hudi options 'hoodie.zzz', 'hoodie.cleaner.commit.retained'" in str(err.value)
+    assert "did you mean hoodie.cleaner.commits.retained?" in str(err.value)
+    assert "'hoodie.zzz' (did you mean" not in str(err.value)  # no hint when nothing is close

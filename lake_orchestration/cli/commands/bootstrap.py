@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, table_options
+from lake_orchestration.cli.common import engine_options, engine_or_none, option_passthrough, table_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -69,6 +69,7 @@ def _print_bootstrap(result: BootstrapResult) -> None:
     help=f"{HoodieKey.HIVE_STYLE_PARTITIONING.key} (default: true when the source folders are <field>=<value>).",
 )
 @click.option("--option", "options", multiple=True, help="Any Hudi option as key=value (repeatable).")
+@option_passthrough
 @engine_options(default="local", help="Where the skeleton and bulk-insert tasks run.")
 @click.option("--dry-run", is_flag=True, help="Print the per-partition plan; write nothing.")
 @json_option("Print the plan and result as JSON.")

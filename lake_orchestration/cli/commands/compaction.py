@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, open_table, parse_options
+from lake_orchestration.cli.common import engine_options, engine_or_none, open_table, option_passthrough, parse_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -34,6 +34,7 @@ def _print_schedule(r: ScheduleResult) -> None:
     "--strategy", default=None, help=f"{HoodieKey.COMPACTION_STRATEGY.key}, e.g. LogFileSizeBasedCompactionStrategy."
 )
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@option_passthrough
 @click.option("--force", is_flag=True, help="Ignore the trigger strategy (hoodie.compact.inline.trigger.strategy).")
 @json_option()
 @storage_options
@@ -78,6 +79,7 @@ def _print_runs(results: list[CompactionResult]) -> None:
 )
 @click.option("--schedule", is_flag=True, help="Schedule a plan first (the trigger strategy applies).")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@option_passthrough
 @engine_options(default="spark", choices=("spark", "local"))
 @json_option()
 @storage_options
@@ -173,6 +175,7 @@ def compaction_show(path: str, out: Output) -> None:
 @click.option("--instant-time", required=True, help="The inflight compaction to roll back.")
 @click.option("--dry-run", is_flag=True, help="Only say what would be deleted.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.metadata.enable=false (repeatable).")
+@option_passthrough
 @storage_options
 def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
@@ -212,6 +215,7 @@ def log_compaction_group() -> None:
 @click.argument("path")
 @click.option("--instant-time", default=None)
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.log.compaction.blocks.threshold=5")
+@option_passthrough
 @storage_options
 def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Schedule <instant>.logcompaction.requested for slices with enough log blocks."""
@@ -228,6 +232,7 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
 @click.argument("path")
 @click.option("--instant-time", default=None, help="Default: every pending log compaction, oldest first.")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
+@option_passthrough
 @storage_options
 def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import duration_seconds, engine_options, engine_or_none, open_table, parse_options
+from lake_orchestration.cli.common import (
+    duration_seconds,
+    engine_options,
+    engine_or_none,
+    open_table,
+    option_passthrough,
+    parse_options,
+)
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -67,6 +74,7 @@ def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
     help=f"{HoodieKey.HEARTBEAT_INTERVAL_MS.key} / {HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key} / "
     f"{HoodieKey.METADATA_ENABLE.key}=false",
 )
+@option_passthrough
 @click.option("--dry-run", is_flag=True, help="Only print the plan.")
 @json_option()
 @storage_options
@@ -150,6 +158,7 @@ def _print_clean(res: CleanResult) -> None:
     f"{HoodieKey.CLEANER_FILEVERSIONS_RETAINED.key}, {HoodieKey.CLEANER_HOURS_RETAINED.key}, "
     f"{HoodieKey.CLEAN_MAX_COMMITS.key}, ... as key=value (repeatable).",
 )
+@option_passthrough
 @engine_options(
     default="local", choices=("spark", "local"), help="Where the deletes run: Spark tasks or a local thread pool."
 )
@@ -184,6 +193,7 @@ def _print_savepoint(r: SavepointResult) -> None:
 @click.option("--comments", default="", help="Free text stored with the savepoint.")
 @click.option("--dry-run", is_flag=True, help="Only print what the savepoint would list.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
+@option_passthrough
 @json_option()
 @storage_options
 def savepoint_create(
@@ -209,6 +219,7 @@ def savepoint_create(
 @click.option("--instant-time", required=True, help="The savepoint to delete.")
 @click.option("--dry-run", is_flag=True, help="Only say whether it exists.")
 @click.option("--option", "options", multiple=True, help="e.g. hoodie.write.lock.wait_time_ms=120000 (repeatable).")
+@option_passthrough
 @storage_options
 def savepoint_delete(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Delete a savepoint (its files become cleanable again)."""
@@ -277,6 +288,7 @@ def _print_archive(r: ArchiveResult) -> None:
     help=f"{HoodieKey.KEEP_MIN_COMMITS.key}, {HoodieKey.KEEP_MAX_COMMITS.key}, {HoodieKey.ARCHIVE_MERGE_ENABLE.key}, "
     "... as key=value.",
 )
+@option_passthrough
 @json_option()
 @storage_options
 def archive_cmd(path: str, dry_run: bool, options: tuple[str, ...], out: Output) -> None:

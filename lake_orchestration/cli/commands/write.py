@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, table_options
+from lake_orchestration.cli.common import engine_options, engine_or_none, option_passthrough, table_options
 from lake_orchestration.cli.output import Output, json_option
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -55,6 +55,7 @@ def _print_write(result: WriteResult) -> None:
     help=f"{HoodieKey.HIVE_STYLE_PARTITIONING.key}.",
 )
 @click.option("--option", "options", multiple=True, help="Any Hudi option as key=value (repeatable).")
+@option_passthrough
 @engine_options(default="local", help="Where the file-group tasks run.")
 @json_option("Print the result as JSON.")
 @storage_options

@@ -78,6 +78,12 @@ from lake_orchestration.errors import (
     TableLockedError,
     TableLockLostError,
 )
+from lake_orchestration.hudi.table.dynamodb_lock import (
+    DYNAMODB_LOCK_PROVIDER,
+    DynamoDBHeld,
+    DynamoDBLockClient,
+    DynamoDBLockConfig,
+)
 from lake_orchestration.hudi.table.hudi_table import HOODIE_DIR, HudiTable
 from lake_orchestration.io.storage import Storage
 
@@ -87,8 +93,9 @@ LOCK_FILE_NAME = "lock"
 """``FileSystemBasedLockProvider.LOCK_FILE_NAME``."""
 FILESYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
-_PROVIDERS = {p.rsplit(".", 1)[-1].lower(): p for p in (FILESYSTEM_LOCK_PROVIDER, IN_PROCESS_LOCK_PROVIDER)}
-_PROVIDERS_TEXT = f"{FILESYSTEM_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
+_ALL_PROVIDERS = (FILESYSTEM_LOCK_PROVIDER, DYNAMODB_LOCK_PROVIDER, IN_PROCESS_LOCK_PROVIDER)
+_PROVIDERS = {p.rsplit(".", 1)[-1].lower(): p for p in _ALL_PROVIDERS}
+_PROVIDERS_TEXT = f"{FILESYSTEM_LOCK_PROVIDER}, {DYNAMODB_LOCK_PROVIDER} or {IN_PROCESS_LOCK_PROVIDER}"
 JAVA_EMPTY_LOCK_OWNER = "a Java writer (FileSystemBasedLockProvider: empty lock file)"
 """Owner named for an empty lock file: what Java 0.15's ``FileSystemBasedLockProvider`` leaves while it holds the
 lock (``acquireLock`` writes ``LockInfo`` only ``if (!fs.exists(lockFile))`` right after creating that file)."""
@@ -132,6 +139,9 @@ class LockConfig:
     """``hoodie.write.lock.heartbeat_interval_ms``: how often the holder refreshes the lock file's mtime."""
     tolerable_misses: int = option(HoodieKey.HEARTBEAT_TOLERABLE_MISSES, 2, minimum=1)
     """``hoodie.client.heartbeat.tolerable.misses``: missed heartbeats after which the lock is stale."""
+    dynamodb: DynamoDBLockConfig = field(default_factory=DynamoDBLockConfig)
+    """``hoodie.write.lock.dynamodb.*``: the lock item of ``DynamoDBBasedLockProvider`` (its lease is
+    ``hoodie.write.lock.wait_time_ms``, as in Java)."""
 
     def __post_init__(self) -> None:
         check_minimums(self)
@@ -147,6 +157,10 @@ class LockConfig:
     def uses_file(self) -> bool:
         return self.provider == FILESYSTEM_LOCK_PROVIDER
 
+    @property
+    def uses_dynamodb(self) -> bool:
+        return self.provider == DYNAMODB_LOCK_PROVIDER
+
     def to_options(self) -> dict[str, str]:
         """The Hudi keys of these settings, for a callee that takes an option map: ``from_options(to_options())``
         gives the same config, so a nested service locks the same file with the same settings."""
@@ -160,6 +174,16 @@ class LockConfig:
         }
         if self.path:
             out[HoodieKey.LOCK_FILESYSTEM_PATH.key] = self.path
+        d = self.dynamodb
+        for key, value in (
+            (HoodieKey.LOCK_DYNAMODB_TABLE, d.table),
+            (HoodieKey.LOCK_DYNAMODB_PARTITION_KEY, d.partition_key),
+            (HoodieKey.LOCK_DYNAMODB_REGION, d.region),
+            (HoodieKey.LOCK_DYNAMODB_ENDPOINT_URL, d.endpoint_url),
+            (HoodieKey.LOCK_DYNAMODB_BILLING_MODE, d.billing_mode),
+        ):
+            if value:
+                out[key.key] = value
         return out
 
     @classmethod
@@ -170,7 +194,8 @@ class LockConfig:
         Raises:
             InvalidOptionError: a value does not parse or is out of range (the message names the key and value).
         """
-        return parse_options(cls, options, service=service)
+        dynamodb = parse_options(DynamoDBLockConfig, options, service=service)
+        return parse_options(cls, options, service=service, dynamodb=dynamodb)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -550,6 +575,10 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
         ...     archive(table)
     """
     cfg = config or LockConfig()
+    if cfg.uses_dynamodb:
+        with _dynamodb_lock(table, operation, cfg) as info:
+            yield info
+        return
     if cfg.uses_file:
         storage, path = lock_storage(table, cfg)
         if not storage.atomic_create:
@@ -658,3 +687,81 @@ def table_lock(table: HudiTable, *, operation: str, config: LockConfig | None = 
                 held.release()
             except Exception:
                 log.exception("Could not release the table lock %s after a failed %s", held.info.path, operation)
+
+
+_DYNAMO_HELD: dict[str, tuple[DynamoDBHeld, int, int, LockInfo]] = {}
+"""uri -> (held lock, pid, thread, info) of the DynamoDB locks this process holds."""
+
+
+@contextmanager
+def _dynamodb_lock(table: HudiTable, operation: str, cfg: LockConfig) -> Iterator[LockInfo]:
+    """:func:`table_lock` with ``DynamoDBBasedLockProvider``: the Hudi table's item in the lock table (see
+    :mod:`~lake_orchestration.hudi.table.dynamodb_lock`); reentrant per thread, waiting, heartbeat and loss detection
+    as for the lock file."""
+    partition = cfg.dynamodb.partition_key or table.config.name
+    client = DynamoDBLockClient(cfg.dynamodb, partition, lease_ms=cfg.wait_time_ms)
+    key, me = client.uri, threading.get_ident()
+    with _HELD_GUARD:
+        mine = _DYNAMO_HELD.get(key)
+        reentered = mine is not None and mine[1] == os.getpid() and mine[2] == me
+    if reentered and mine is not None:
+        yield mine[3]
+        return
+    client.ensure_table()
+    deadline = time.monotonic() + cfg.wait_time_ms / 1000
+    while True:
+        with _HELD_GUARD:
+            other = _DYNAMO_HELD.get(key)
+            busy = other is not None and other[1] == os.getpid()
+        result = None if busy else client.try_acquire()
+        if isinstance(result, str):
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            owner = result.owner if result is not None else f"another thread of this process ({os.getpid()})"
+            raise TableLockedError(
+                table_uri=table.base_uri,
+                path=key,
+                owner=owner,
+                operation="",
+                since="",
+                expires=f"expires {cfg.wait_time_ms} ms after its holder's last heartbeat (its lease)",
+                waited_ms=cfg.wait_time_ms,
+            )
+        time.sleep(max(0.0, min(cfg.retry_wait_ms / 1000 * random.uniform(0.8, 1.2), remaining)))
+    since = datetime.now().strftime(_JAVA_TIME_FORMAT)[:-3]
+    info = LockInfo(path=key, owner=client.owner, operation=operation, since=since, token=result)
+    held = DynamoDBHeld(client, result)
+    held.start()
+
+    held_pid = os.getpid()
+
+    def ensure_held() -> None:
+        if threading.get_ident() != me or os.getpid() != held_pid:
+            return
+        held.beat()  # one conditional UpdateItem: the item is still ours (and its lease renewed)
+        if held.lost:
+            raise TableLockLostError(path=key, operation=operation, since=since, holder="taken over or deleted")
+
+    with _HELD_GUARD:
+        _DYNAMO_HELD[key] = (held, held_pid, me, info)
+    guards = table.__dict__.setdefault("_lock_guards", {})
+    failed = False
+    try:
+        guards[key] = ensure_held
+        table.refresh()
+        yield info
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        guards.pop(key, None)
+        with _HELD_GUARD:
+            _DYNAMO_HELD.pop(key, None)
+        try:
+            held.release()
+        except Exception:
+            if not failed:
+                raise
+            # the section's error is what the caller must see; the item expires after its lease
+            log.exception("Could not release the DynamoDB table lock %s after a failed %s", key, operation)

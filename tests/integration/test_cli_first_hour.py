@@ -1,0 +1,92 @@
+"""The user's first hour with ``lake-orch``, as a real process: a typo in an option key is refused with the closest
+key instead of silently keeping the default, ``--option-passthrough`` passes a key we do not model on purpose."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from lake_orchestration.cli.app import cli
+from lake_orchestration.config.keys import HoodieKey
+
+CREATE = ["--table-name", "t", "--record-key", "uuid", "--precombine-field", "ts", "--partition-field", "city"]
+
+
+def lake_orch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``lake-orch ARGS`` in a new process (the installed entry point's module)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lake_orchestration.cli.app", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def mor_table(tmp_path: Path) -> Path:
+    """A MERGE_ON_READ table with two delta commits (written in-process: the processes under test come after)."""
+    runner = CliRunner()
+    data, table = tmp_path / "in.parquet", tmp_path / "t"
+    assert runner.invoke(cli, ["generate", str(data), "--rows", "40", "--partitions", "2"]).exit_code == 0
+    for extra in (CREATE, []):
+        r = runner.invoke(cli, ["write", str(table), "--input", str(data), *extra])
+        assert r.exit_code == 0, r.output
+    return table
+
+
+def _requested_compactions(table: Path) -> list[str]:
+    return sorted(p.name for p in (table / ".hoodie").glob("*.compaction.requested"))
+
+
+def test_compaction_schedule_option_typo_refused_with_hint_nothing_written(mor_table: Path) -> None:
+    typo = "hoodie.compact.inline.max.delta.commit"  # 'commits' is Hudi's key
+    r = lake_orch("compaction", "schedule", str(mor_table), "--option", f"{typo}=1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout == ""
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(
+        f"Error: Unknown Hudi option '{typo}' (did you mean {HoodieKey.COMPACT_MAX_DELTA_COMMITS.key}?)"
+    )
+    assert "in --option" in line and "--option-passthrough KEY=VALUE" in line
+    assert _requested_compactions(mor_table) == []
+    # the right key takes effect: 2 delta commits >= 1
+    r = lake_orch("compaction", "schedule", str(mor_table), "--option", f"{HoodieKey.COMPACT_MAX_DELTA_COMMITS.key}=1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Scheduled compaction ") and len(_requested_compactions(mor_table)) == 1
+
+
+def test_option_passthrough_accepts_an_unmodelled_key_and_write_stores_a_table_key(tmp_path: Path) -> None:
+    runner = CliRunner()
+    data, table = tmp_path / "in.parquet", tmp_path / "t"
+    assert runner.invoke(cli, ["generate", str(data), "--rows", "10"]).exit_code == 0
+    key = "hoodie.table.my.site.tag"
+    r = lake_orch("write", str(table), "--input", str(data), *CREATE, "--option", f"{key}=x")
+    assert r.returncode == 1 and f"Unknown Hudi option '{key}'" in r.stderr, r.stderr
+    assert not table.exists()
+    r = lake_orch("write", str(table), "--input", str(data), *CREATE, "--option-passthrough", f"{key}=x", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["inserted"] == 10
+    assert f"{key}=x" in (table / ".hoodie" / "hoodie.properties").read_text().splitlines()
+    # a real Hudi key we accept without reading (a Java writer's config) needs no escape
+    r = lake_orch("clean", str(table), "--dry-run", "--option", "hoodie.clean.automatic=false")
+    assert r.returncode == 0, r.stderr
+
+
+def test_every_command_with_option_has_option_passthrough() -> None:
+    def leaves(group: click.Group) -> list[click.Command]:
+        out: list[click.Command] = []
+        for cmd in group.commands.values():
+            out.extend(leaves(cmd) if isinstance(cmd, click.Group) else [cmd])
+        return out
+
+    names = [{o for p in c.params for o in getattr(p, "opts", ())} for c in leaves(cli)]
+    with_option = [n for n in names if "--option" in n]
+    assert with_option and all("--option-passthrough" in n for n in with_option)
