@@ -5,7 +5,9 @@ warm-up round are not timed); its wall time is measured inside the JVM's driver 
 or the Spark SQL procedure call (``timed_write`` / ``timed_sql`` of ``tests/java/hudi_java_driver.py``). Ours runs in
 this process (the default local engine; ``--spark``: also our Spark engine on ``local[2]``), timed around the call.
 Each operation runs ``--rounds`` times, ours and Java's interleaved (A B, then B A ...), each on its own fresh copy
-of the same table state; the table prints medians. Hudi's defaults on both sides (gzip, 120 MB base files, the
+of the same table state; the table prints medians. Beside wall time, CPU seconds (user + system, all threads): of
+this process for ours, of Java's driver process tree (the JVM) for Java; on a loaded machine they compare the work
+done better than wall time does. Hudi's defaults on both sides (gzip, 120 MB base files, the
 default index), with Java's metadata table and inline/automatic services off (we do not write the metadata table).
 
 * bulk_insert: the same parquet input (``--bulk-rows`` trips, 4 cities) into a new MERGE_ON_READ table; ours
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -162,6 +165,26 @@ def same(what: str, ours: Any, java: Any) -> None:
 
 # ---------------------------------------------------------------------------------------------------- the runs
 
+Timing = tuple[float, float]
+"""Wall seconds and CPU seconds of one run."""
+
+
+class Clock:
+    """Wall time and this process's CPU time (user + system, all threads) from its creation to :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self._cpu = self._cpu_now()
+        self._t0 = time.perf_counter()
+
+    @staticmethod
+    def _cpu_now() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def stop(self) -> Timing:
+        """(wall seconds, CPU seconds) since creation."""
+        return time.perf_counter() - self._t0, self._cpu_now() - self._cpu
+
 
 @dataclass
 class Op:
@@ -172,6 +195,9 @@ class Op:
     ours: list[float] = field(default_factory=list)
     spark: list[float] = field(default_factory=list)
     java: list[float] = field(default_factory=list)
+    ours_cpu: list[float] = field(default_factory=list)
+    spark_cpu: list[float] = field(default_factory=list)
+    java_cpu: list[float] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
 
 
@@ -206,10 +232,10 @@ class Bench:
     def interleaved(
         self,
         op: Op,
-        ours: Callable[[], tuple[float, Path]],
-        java: Callable[[], tuple[float, Path]],
+        ours: Callable[[], tuple[Timing, Path]],
+        java: Callable[[], tuple[Timing, Path]],
         check: Callable[[Path, Path, bool], str],
-        spark: Callable[[], tuple[float, Path]] | None = None,
+        spark: Callable[[], tuple[Timing, Path]] | None = None,
     ) -> None:
         """``rounds`` rounds of ours and Java's run (alternating which goes first), each checked."""
         for r in range(self.rounds):
@@ -220,13 +246,18 @@ class Bench:
                 order.reverse()
             paths: dict[str, Path] = {}
             for who, run in order:
-                seconds, paths[who] = run()
+                (seconds, cpu), paths[who] = run()
                 getattr(op, who).append(seconds)
+                getattr(op, f"{who}_cpu").append(cpu)
             note = check(paths["ours"], paths["java"], r == 0)
             if "spark" in paths:
                 check(paths["spark"], paths["java"], False)
             op.checks.append(note)
-            figures = "  ".join(f"{w} {getattr(op, w)[-1]:7.2f} s" for w, _ in order)
+            figures = "  ".join(
+                f"{w} {getattr(op, w)[-1]:7.2f} s"
+                + ("" if w == "spark" else f" ({getattr(op, f'{w}_cpu')[-1]:.1f} cpu-s)")
+                for w, _ in order
+            )
             print(f"  {op.name:<11} round {r + 1}: {figures}  | {note}", flush=True)
             for p in paths.values():
                 shutil.rmtree(p, ignore_errors=True)
@@ -254,20 +285,20 @@ def bulk_insert(b: Bench, rows: int) -> Path:
     op = Op("bulk_insert", rows)
     keep = b.fresh("bulk-java-table")
 
-    def ours(engine: Engine | None = None) -> tuple[float, Path]:
+    def ours(engine: Engine | None = None) -> tuple[Timing, Path]:
         path = b.fresh("bulk-ours")
-        t0 = time.perf_counter()
+        clock = Clock()
         write_table(str(path), pq.read_table(src), operation="bulk_insert", options=our_options(), engine=engine)
-        return time.perf_counter() - t0, path
+        return clock.stop(), path
 
-    def java() -> tuple[float, Path]:
+    def java() -> tuple[Timing, Path]:
         path = b.fresh("bulk-java")
         res = b.java.call(
             "timed_write", path=str(path), input=str(src), options=java_options(TableType.MERGE_ON_READ, "bulk_insert")
         )
         if not keep.exists():
             shutil.copytree(path, keep)
-        return res["seconds"], path
+        return (res["seconds"], res["cpu"]), path
 
     def check(o: Path, j: Path, with_java: bool) -> str:
         note = b.rows_check(o, j, with_java, expected=rows)
@@ -287,18 +318,18 @@ def upsert(b: Bench, start: Path, fraction: float) -> None:
     pq.write_table(updates, src)
     op = Op("upsert", updates.num_rows)
 
-    def ours(engine: Engine | None = None) -> tuple[float, Path]:
+    def ours(engine: Engine | None = None) -> tuple[Timing, Path]:
         path = b.copy(start, "upsert-ours")
-        t0 = time.perf_counter()
+        clock = Clock()
         write_table(str(path), pq.read_table(src), operation="upsert", options=our_options(), engine=engine)
-        return time.perf_counter() - t0, path
+        return clock.stop(), path
 
-    def java() -> tuple[float, Path]:
+    def java() -> tuple[Timing, Path]:
         path = b.copy(start, "upsert-java")
         res = b.java.call(
             "timed_write", path=str(path), input=str(src), options=java_options(TableType.MERGE_ON_READ, "upsert")
         )
-        return res["seconds"], path
+        return (res["seconds"], res["cpu"]), path
 
     def check(o: Path, j: Path, with_java: bool) -> str:
         note = b.rows_check(o, j, with_java, expected=base.num_rows)
@@ -330,20 +361,20 @@ def compaction(b: Bench, rows: int, deltacommits: int, fraction: float) -> None:
     config = CompactionConfig.from_options({"hoodie.compact.inline.max.delta.commits": "1"})
     java_opts = "hoodie.compact.inline.max.delta.commits=1,hoodie.metadata.enable=false"
 
-    def ours(engine: Engine | None = None) -> tuple[float, Path]:
+    def ours(engine: Engine | None = None) -> tuple[Timing, Path]:
         path = b.copy(state, "compaction-ours")
-        t0 = time.perf_counter()
+        clock = Clock()
         (result,) = run_compaction(HudiTable(str(path)), schedule=True, config=config, engine=engine)
-        seconds = time.perf_counter() - t0
+        timing = clock.stop()
         same("rows written by our compaction", result.rows_written, rows)
-        return seconds, path
+        return timing, path
 
-    def java() -> tuple[float, Path]:
+    def java() -> tuple[Timing, Path]:
         path = b.copy(state, "compaction-java")
         res = b.java.call(
             "timed_sql", query=f"call run_compaction(op => 'run', path => '{path}', options => '{java_opts}')"
         )
-        return res["seconds"], path
+        return (res["seconds"], res["cpu"]), path
 
     def check(o: Path, j: Path, with_java: bool) -> str:
         for who, p in (("ours", o), ("Java", j)):
@@ -370,22 +401,22 @@ def clean(b: Bench, groups: int, versions: int) -> None:
         write_table(str(state), updates, operation="upsert", options=opts)
     op = Op("clean", len(data_files(state)))
 
-    def ours() -> tuple[float, Path]:
+    def ours() -> tuple[Timing, Path]:
         path = b.copy(state, "clean-ours")
-        t0 = time.perf_counter()
+        clock = Clock()
         result = run_clean(HudiTable(str(path)))
-        seconds = time.perf_counter() - t0
+        timing = clock.stop()
         if not result.deleted:
             raise CheckFailed("our clean deleted nothing")
-        return seconds, path
+        return timing, path
 
-    def java() -> tuple[float, Path]:
+    def java() -> tuple[Timing, Path]:
         path = b.copy(state, "clean-java")
         name = b.register(path)
         res = b.java.call(
             "timed_sql", query=f"call run_clean(table => '{name}', options => 'hoodie.metadata.enable=false')"
         )
-        return res["seconds"], path
+        return (res["seconds"], res["cpu"]), path
 
     def check(o: Path, j: Path, with_java: bool) -> str:
         left_o, left_j = data_files(o), data_files(j)
@@ -415,16 +446,16 @@ def archive(b: Bench, instants: int) -> None:
             shutil.copyfile(hoodie / f"{last}.{suffix}", hoodie / f"{ts}.{suffix}")
     op = Op("archive", len(active_instants(state)))
 
-    def ours() -> tuple[float, Path]:
+    def ours() -> tuple[Timing, Path]:
         path = b.copy(state, "archive-ours")
-        t0 = time.perf_counter()
+        clock = Clock()
         run_archive(HudiTable(str(path)))
-        return time.perf_counter() - t0, path
+        return clock.stop(), path
 
-    def java() -> tuple[float, Path]:
+    def java() -> tuple[Timing, Path]:
         path = b.copy(state, "archive-java")
         res = b.java.call("timed_sql", query=f"call archive_commits(path => '{path}', enable_metadata => false)")
-        return res["seconds"], path
+        return (res["seconds"], res["cpu"]), path
 
     def check(o: Path, j: Path, with_java: bool) -> str:
         left_o, left_j = active_instants(o), active_instants(j)
@@ -456,12 +487,14 @@ def warm_up(b: Bench, ops: list[str]) -> None:
 
 
 def print_table(b: Bench) -> None:
-    """The medians: operation, rows, ours, (ours on Spark), Java, ours/Java."""
+    """The medians: operation, rows, wall seconds of ours, (ours on Spark,) Java and the ratio with its target, then
+    CPU seconds of ours and Java and their ratio (our Spark engine's CPU is in its JVM and workers: not counted)."""
     spark = any(op.spark for op in b.results.values())
     head = f"{'operation':<12}{'rows/files/instants':>20}{'ours (s)':>10}"
     head += f"{'ours Spark (s)':>16}" if spark else ""
     head += f"{'Java (s)':>10}{'ours/Java':>11}{'target':>8}"
     head += f"{'Spark/Java':>12}" if spark else ""
+    head += f"{'ours cpu-s':>12}{'Java cpu-s':>12}{'cpu ours/Java':>15}"
     print(f"\nmedians of {b.rounds} interleaved rounds\n{head}")
     for op in b.results.values():
         ours, java = statistics.median(op.ours), statistics.median(op.java)
@@ -471,6 +504,8 @@ def print_table(b: Bench) -> None:
         line += f"{java:>10.2f}{ours / java:>11.2f}{TARGETS.get(op.name, 1.0):>8.1f}"
         if spark:
             line += f"{statistics.median(op.spark) / java:>12.2f}" if op.spark else f"{'-':>12}"
+        cpu_ours, cpu_java = statistics.median(op.ours_cpu), statistics.median(op.java_cpu)
+        line += f"{cpu_ours:>12.2f}{cpu_java:>12.2f}{cpu_ours / cpu_java:>15.2f}"
         print(line)
 
 

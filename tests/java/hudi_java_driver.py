@@ -14,8 +14,9 @@ Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true,
 - ``register``: ``name``, ``path`` -> creates the catalog table ``name`` over the existing table at ``path``.
 - ``ping`` -> ``{"spark": version}``.
 - ``timed_write``: as ``write``, plus ``seconds``: the JVM-side wall time of the datasource write alone (reading the
-  input included, listing the completed instants after it not), for ``benchmarks/java_peer_benchmark.py``.
-- ``timed_sql``: as ``sql``, plus ``seconds``: the wall time of running and collecting ``query`` (a procedure call).
+  input included, listing the completed instants after it not), and ``cpu``: the CPU seconds (user + system, all
+  threads) this process and its descendants (the JVM) used meanwhile; for ``benchmarks/java_peer_benchmark.py``.
+- ``timed_sql``: as ``sql``, plus ``seconds`` and ``cpu`` of running and collecting ``query`` (a procedure call).
 """
 
 from __future__ import annotations
@@ -69,6 +70,28 @@ def _completed_instants(spark: SparkSession, path: str) -> list[str]:
     meta = builder.setBasePath(path).build()
     timeline = meta.getActiveTimeline().filterCompletedInstants()
     return [str(i.getFileName()) for i in timeline.getInstants().toArray()]
+
+
+def _tree_cpu() -> float:
+    """CPU seconds (user + system) of this process and its descendants (the JVM), from ``/proc``."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    tree, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo.extend(p for p, pp in parent.items() if pp == pid and p not in tree)
+    return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def _jsonable(value: Any) -> Any:
@@ -150,16 +173,16 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
     if op == "instants":
         return {"instants": _completed_instants(spark, cmd["path"])}
     if op == "timed_write":
-        t0 = time.perf_counter()
+        cpu0, t0 = _tree_cpu(), time.perf_counter()
         df = spark.read.parquet(cmd["input"])
         df.write.format("hudi").options(**cmd.get("options", {})).mode(cmd.get("mode", "append")).save(cmd["path"])
-        seconds = time.perf_counter() - t0
-        return {"instants": _completed_instants(spark, cmd["path"]), "seconds": seconds}
+        seconds, cpu = time.perf_counter() - t0, _tree_cpu() - cpu0
+        return {"instants": _completed_instants(spark, cmd["path"]), "seconds": seconds, "cpu": cpu}
     if op == "timed_sql":
-        t0 = time.perf_counter()
+        cpu0, t0 = _tree_cpu(), time.perf_counter()
         rows = spark.sql(cmd["query"]).collect()
-        seconds = time.perf_counter() - t0
-        return {"rows": [_jsonable(r.asDict(recursive=True)) for r in rows], "seconds": seconds}
+        seconds, cpu = time.perf_counter() - t0, _tree_cpu() - cpu0
+        return {"rows": [_jsonable(r.asDict(recursive=True)) for r in rows], "seconds": seconds, "cpu": cpu}
     raise ValueError(f"unknown op {op!r}")
 
 
