@@ -30,7 +30,7 @@ the same active instants left.
 Usage: python benchmarks/java_peer_benchmark.py [--quick] [--rounds 3] [--bulk-rows 500000]
        [--compaction-rows 1000000] [--deltacommits 2] [--update-fraction 0.1] [--clean-groups 100]
        [--clean-versions 15] [--archive-instants 1000] [--ops bulk_insert,upsert,compaction,clean,archive]
-       [--spark] [--java-memory 4g] [--profile-op OP] [--workdir DIR]
+       [--spark] [--java-memory 4g] [--profile compaction,...] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -209,6 +209,7 @@ class Bench:
     root: Path
     rounds: int
     spark: Engine | None
+    profile: set[str] = field(default_factory=set)
     results: dict[str, Op] = field(default_factory=dict)
     _names: int = 0
 
@@ -262,6 +263,20 @@ class Bench:
             for p in paths.values():
                 shutil.rmtree(p, ignore_errors=True)
         self.results[op.name] = op
+        if op.name in self.profile:
+            self.profiled(op.name, ours)
+
+    def profiled(self, name: str, ours: Callable[[], tuple[Timing, Path]]) -> None:
+        """One more run of ours under pyinstrument (installed separately: not a project dependency), printed."""
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.002)
+        profiler.start()
+        _, path = ours()
+        profiler.stop()
+        print(f"\n--- pyinstrument: ours, {name} (the table copy before the clock starts included) ---")
+        print(profiler.output_text(unicode=False, color=False, show_all=False))
+        shutil.rmtree(path, ignore_errors=True)
 
     def rows_check(self, ours: Path, java: Path, with_java: bool, expected: int | None = None) -> str:
         """Both tables read the same rows (our reader; on ``with_java`` Java's reader too, on both tables)."""
@@ -472,6 +487,7 @@ def warm_up(b: Bench, ops: list[str]) -> None:
     """One small untimed round of each of ``ops`` on both sides (JIT, class loading, imports, Spark workers)."""
     rounds, b.rounds = b.rounds, 1
     results, b.results = b.results, {}
+    profile, b.profile = b.profile, set()
     try:
         start = bulk_insert(b, 2000)
         if "upsert" in ops:
@@ -483,7 +499,7 @@ def warm_up(b: Bench, ops: list[str]) -> None:
         if "archive" in ops:
             archive(b, 40)
     finally:
-        b.rounds, b.results = rounds, results
+        b.rounds, b.results, b.profile = rounds, results, profile
 
 
 def print_table(b: Bench) -> None:
@@ -522,6 +538,7 @@ def main() -> None:
     ap.add_argument("--archive-instants", type=int, default=1000)
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--spark", action="store_true", help="also our Spark engine (local[2]) for the writes/compaction")
+    ap.add_argument("--profile", default="", help="comma-separated ops to run once more (ours) under pyinstrument")
     ap.add_argument("--java-memory", default="4g", help="Java's driver memory (local mode: its executor too)")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
@@ -554,7 +571,7 @@ def main() -> None:
 
         engine = SparkEngine(local_spark_session(master="local[2]"))
         engine.map_tasks(spark_warm_up, ["warm"] * 4, description="warm up")
-    b = Bench(java, root, args.rounds, engine)
+    b = Bench(java, root, args.rounds, engine, profile={o for o in args.profile.split(",") if o})
     try:
         t0 = time.perf_counter()
         warm_up(b, ops)
