@@ -89,14 +89,21 @@ def write_cmd(
     )
     if hive_style_partitioning is not None:
         hudi_opts.setdefault(HoodieKey.HIVE_STYLE_PARTITIONING.key, str(hive_style_partitioning).lower())
+    from lake_orchestration.hudi.services.rollback import rollback_write
+    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+
     on = engine_or_none(engine, spark_master)
+    write_options = WriteOptions.from_hudi_options(hudi_opts)
+    rollback = RollbackConfig.from_options(hudi_opts, lock=write_options.lock)
     result = write_table(
         path,
         pq.read_table(input_path),
         operation=operation,
-        options=WriteOptions.from_hudi_options(hudi_opts),
+        options=write_options,
         engine=on,
         storage_options=current_storage_options(),
+        # a write that loses to a concurrent writer on the same file groups is rolled back at once
+        on_conflict=lambda table, instant: rollback_write(table, instant, config=rollback),
     )
     out.show(result, _print_write)
 

@@ -15,9 +15,9 @@ import enum
 import json
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -204,6 +204,7 @@ def write_table(
     storage_options: Mapping[str, str] | None = None,
     engine: Engine | None = None,
     instant_time: str | None = None,
+    on_conflict: ConflictRollback | None = None,
 ) -> WriteResult:
     """Write ``data`` to the table at ``base_uri`` (created if absent) as one commit.
 
@@ -216,12 +217,16 @@ def write_table(
         engine: the engine running the file-group tasks (default: in this process, one after the other).
         instant_time: a fixed instant time instead of a new one (the bootstrap's FULL_RECORD commit
             ``00000000000002``); it must sort after every instant of the timeline.
+        on_conflict: rolls this write back when another writer committed to the same file groups first (the CLI
+            passes the rollback service); without it the losing write is left inflight for ``rollback --stale``.
 
     Returns:
         The completed instant with its commit metadata, counts and timings.
 
     Raises:
         InvalidTablePropertiesError: options disagree with the existing table's ``hoodie.properties``.
+        WriteConflictError: another writer committed to the same file groups since this write started (Hudi's
+            optimistic concurrency check); nothing of this write is visible.
         ValueError: missing key fields, null keys, bad option values.
     """
     op = WriteOperation(operation)
@@ -309,7 +314,7 @@ def write_table(
         heartbeat.stop(delete=False)  # the expiring heartbeat tells the rollback service the writer is gone
         raise
     if conflict is not None:
-        _abort_conflicting_write(table, str(instant), conflict, heartbeat, options)
+        _abort_conflicting_write(table, str(instant), conflict, heartbeat, on_conflict)
     # the commit is durable: what follows never turns it into a failure (a retry would duplicate the rows)
     after_commit(
         str(instant), "deleting the markers", lambda: delete_markers(table.storage, str(instant)), section_warnings
@@ -331,23 +336,27 @@ def write_table(
     )
 
 
-def _abort_conflicting_write(
-    table: HudiTable, instant: str, conflict: Conflict, heartbeat: Heartbeat, options: WriteOptions
-) -> None:
-    """The write ``instant`` lost to ``conflict``: roll it back (its files deleted, its instant removed, a
-    ``.rollback`` on the timeline, as Java's eager rollback of a failed write) and raise
-    :class:`WriteConflictError`. A rollback that fails leaves the write inflight for the stale-write rollback."""
-    from lake_orchestration.hudi.services.rollback.config import RollbackConfig
-    from lake_orchestration.hudi.services.rollback.service import rollback_write
+ConflictRollback = Callable[[HudiTable, str], object]
+"""Rolls back the pending write instant it is given (e.g. the rollback service's ``rollback_write`` with the write's
+options); raises if it cannot. The write layer sits below the services, so the caller hands it in."""
 
+
+def _abort_conflicting_write(
+    table: HudiTable, instant: str, conflict: Conflict, heartbeat: Heartbeat, on_conflict: ConflictRollback | None
+) -> NoReturn:
+    """The write ``instant`` lost to ``conflict``: roll it back with ``on_conflict`` (its files deleted, its instant
+    removed, a ``.rollback`` on the timeline, as Java's eager rollback of a failed write) and raise
+    :class:`WriteConflictError`. Without ``on_conflict``, or if the rollback fails, the write is left inflight with
+    its heartbeat stopped: the stale-write rollback takes it once the heartbeat expired."""
     heartbeat.stop(delete=False)
-    detail = ""
-    try:
-        rollback_write(table, instant, config=RollbackConfig.from_options(options.options, lock=options.lock))
-        rolled_back = True
-    except Exception as err:  # the conflict is what the caller must see; the rollback is retried later
-        rolled_back = False
-        detail = f"its rollback failed: {type(err).__name__}: {err}"
+    detail = "" if on_conflict is not None else "no rollback was given to the writer"
+    rolled_back = False
+    if on_conflict is not None:
+        try:
+            on_conflict(table, instant)
+            rolled_back = True
+        except Exception as err:  # the conflict is what the caller must see; the rollback is retried later
+            detail = f"its rollback failed: {type(err).__name__}: {err}"
     raise WriteConflictError(
         table_uri=table.base_uri,
         instant=instant,
