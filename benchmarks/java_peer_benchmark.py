@@ -3,7 +3,9 @@
 Java Hudi runs in one long-lived Spark 3.5.1 ``local[2]`` session (``tests/java/harness.py``; the JVM start and a
 warm-up round are not timed); its wall time is measured inside the JVM's driver process around the datasource write
 or the Spark SQL procedure call (``timed_write`` / ``timed_sql`` of ``tests/java/hudi_java_driver.py``). Ours runs in
-this process (the default local engine; ``--spark``: also our Spark engine on ``local[2]``), timed around the call.
+this process (the default local engine: one task after the other), timed around the call; ``--local-threads 2``
+(our local engine with two task threads, the same two cores Java's ``local[2]`` uses) or ``--spark`` (our Spark
+engine on ``local[2]``) adds a second column of ours for bulk_insert, upsert and compaction.
 Each operation runs ``--rounds`` times, ours and Java's interleaved (A B, then B A ...), each on its own fresh copy
 of the same table state; the table prints medians. Beside wall time, CPU seconds (user + system, all threads): of
 this process for ours, of Java's driver process tree (the JVM) for Java; on a loaded machine they compare the work
@@ -30,7 +32,7 @@ the same active instants left.
 Usage: python benchmarks/java_peer_benchmark.py [--quick] [--rounds 3] [--bulk-rows 500000]
        [--compaction-rows 1000000] [--deltacommits 2] [--update-fraction 0.1] [--clean-groups 100]
        [--clean-versions 15] [--archive-instants 1000] [--ops bulk_insert,upsert,compaction,clean,archive]
-       [--spark] [--java-memory 4g] [--profile compaction,...] [--workdir DIR]
+       [--local-threads 2 | --spark] [--java-memory 4g] [--profile compaction,...] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lake_orchestration.datagen import TRIPS_SCHEMA, generate_trips, generate_updates
 from lake_orchestration.engines.base import Engine
+from lake_orchestration.engines.local import LocalEngine
 from lake_orchestration.hudi.model.instant import INSTANT_FORMAT
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
@@ -193,10 +196,10 @@ class Op:
     name: str
     rows: int = 0
     ours: list[float] = field(default_factory=list)
-    spark: list[float] = field(default_factory=list)
+    alt: list[float] = field(default_factory=list)
     java: list[float] = field(default_factory=list)
     ours_cpu: list[float] = field(default_factory=list)
-    spark_cpu: list[float] = field(default_factory=list)
+    alt_cpu: list[float] = field(default_factory=list)
     java_cpu: list[float] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
 
@@ -208,7 +211,11 @@ class Bench:
     java: JavaHudi
     root: Path
     rounds: int
-    spark: Engine | None
+    alt: Engine | None
+    """Ours on a second engine (``--local-threads`` or ``--spark``)."""
+    alt_label: str = ""
+    alt_cpu_counted: bool = True
+    """False for our Spark engine: its work runs in its JVM and Python workers, not in this process."""
     profile: set[str] = field(default_factory=set)
     results: dict[str, Op] = field(default_factory=dict)
     _names: int = 0
@@ -236,13 +243,13 @@ class Bench:
         ours: Callable[[], tuple[Timing, Path]],
         java: Callable[[], tuple[Timing, Path]],
         check: Callable[[Path, Path, bool], str],
-        spark: Callable[[], tuple[Timing, Path]] | None = None,
+        alt: Callable[[], tuple[Timing, Path]] | None = None,
     ) -> None:
         """``rounds`` rounds of ours and Java's run (alternating which goes first), each checked."""
         for r in range(self.rounds):
             order = [("ours", ours), ("java", java)]
-            if spark is not None:
-                order.insert(1, ("spark", spark))
+            if alt is not None:
+                order.insert(1, ("alt", alt))
             if r % 2:
                 order.reverse()
             paths: dict[str, Path] = {}
@@ -251,12 +258,12 @@ class Bench:
                 getattr(op, who).append(seconds)
                 getattr(op, f"{who}_cpu").append(cpu)
             note = check(paths["ours"], paths["java"], r == 0)
-            if "spark" in paths:
-                check(paths["spark"], paths["java"], False)
+            if "alt" in paths:
+                check(paths["alt"], paths["java"], False)
             op.checks.append(note)
             figures = "  ".join(
-                f"{w} {getattr(op, w)[-1]:7.2f} s"
-                + ("" if w == "spark" else f" ({getattr(op, f'{w}_cpu')[-1]:.1f} cpu-s)")
+                f"{self.alt_label if w == 'alt' else w} {getattr(op, w)[-1]:7.2f} s"
+                + (f" ({getattr(op, f'{w}_cpu')[-1]:.1f} cpu-s)" if w != "alt" or self.alt_cpu_counted else "")
                 for w, _ in order
             )
             print(f"  {op.name:<11} round {r + 1}: {figures}  | {note}", flush=True)
@@ -320,8 +327,8 @@ def bulk_insert(b: Bench, rows: int) -> Path:
         files = [sum(f.endswith(".parquet") for f in data_files(p)) for p in (o, j)]
         return f"{note}; base files ours/Java {files[0]}/{files[1]}"
 
-    spark = (lambda: ours(b.spark)) if b.spark is not None else None
-    b.interleaved(op, ours, java, check, spark)
+    alt = (lambda: ours(b.alt)) if b.alt is not None else None
+    b.interleaved(op, ours, java, check, alt)
     return keep
 
 
@@ -351,8 +358,8 @@ def upsert(b: Bench, start: Path, fraction: float) -> None:
         logs = (sum(".log." in f for f in data_files(o)), sum(".log." in f for f in data_files(j)))
         return f"{note}; log files ours/Java {logs[0]}/{logs[1]}"
 
-    spark = (lambda: ours(b.spark)) if b.spark is not None else None
-    b.interleaved(op, ours, java, check, spark)
+    alt = (lambda: ours(b.alt)) if b.alt is not None else None
+    b.interleaved(op, ours, java, check, alt)
 
 
 def compaction(b: Bench, rows: int, deltacommits: int, fraction: float) -> None:
@@ -401,8 +408,8 @@ def compaction(b: Bench, rows: int, deltacommits: int, fraction: float) -> None:
         same("base files per partition after compaction", base_o, base_j)
         return b.rows_check(o, j, with_java, expected=rows) + f"; {len(base_o)} base files on both"
 
-    spark = (lambda: ours(b.spark)) if b.spark is not None else None
-    b.interleaved(op, ours, java, check, spark)
+    alt = (lambda: ours(b.alt)) if b.alt is not None else None
+    b.interleaved(op, ours, java, check, alt)
 
 
 def clean(b: Bench, groups: int, versions: int) -> None:
@@ -503,25 +510,26 @@ def warm_up(b: Bench, ops: list[str]) -> None:
 
 
 def print_table(b: Bench) -> None:
-    """The medians: operation, rows, wall seconds of ours, (ours on Spark,) Java and the ratio with its target, then
-    CPU seconds of ours and Java and their ratio (our Spark engine's CPU is in its JVM and workers: not counted)."""
-    spark = any(op.spark for op in b.results.values())
-    head = f"{'operation':<12}{'rows/files/instants':>20}{'ours (s)':>10}"
-    head += f"{'ours Spark (s)':>16}" if spark else ""
-    head += f"{'Java (s)':>10}{'ours/Java':>11}{'target':>8}"
-    head += f"{'Spark/Java':>12}" if spark else ""
+    """The medians: operation, rows, wall seconds of ours, Java and the ratio with its target, then CPU seconds of
+    ours and Java and their ratio; with a second engine of ours its wall seconds, ratio and CPU seconds too (not for
+    our Spark engine: its CPU is in its JVM and workers)."""
+    alt = any(op.alt for op in b.results.values())
+    label = b.alt_label
+    head = f"{'operation':<12}{'rows/files/instants':>20}{'ours (s)':>10}{'Java (s)':>10}{'ours/Java':>11}{'target':>8}"
     head += f"{'ours cpu-s':>12}{'Java cpu-s':>12}{'cpu ours/Java':>15}"
+    if alt:
+        head += f"{f'{label} (s)':>{len(label) + 6}}{f'{label}/Java':>{len(label) + 7}}"
+        head += f"{f'{label} cpu-s':>{len(label) + 8}}" if b.alt_cpu_counted else ""
     print(f"\nmedians of {b.rounds} interleaved rounds\n{head}")
     for op in b.results.values():
         ours, java = statistics.median(op.ours), statistics.median(op.java)
-        line = f"{op.name:<12}{op.rows:>20,}{ours:>10.2f}"
-        if spark:
-            line += f"{statistics.median(op.spark):>16.2f}" if op.spark else f"{'-':>16}"
-        line += f"{java:>10.2f}{ours / java:>11.2f}{TARGETS.get(op.name, 1.0):>8.1f}"
-        if spark:
-            line += f"{statistics.median(op.spark) / java:>12.2f}" if op.spark else f"{'-':>12}"
         cpu_ours, cpu_java = statistics.median(op.ours_cpu), statistics.median(op.java_cpu)
-        line += f"{cpu_ours:>12.2f}{cpu_java:>12.2f}{cpu_ours / cpu_java:>15.2f}"
+        line = f"{op.name:<12}{op.rows:>20,}{ours:>10.2f}{java:>10.2f}{ours / java:>11.2f}"
+        line += f"{TARGETS.get(op.name, 1.0):>8.1f}{cpu_ours:>12.2f}{cpu_java:>12.2f}{cpu_ours / cpu_java:>15.2f}"
+        if alt and op.alt:
+            wall = statistics.median(op.alt)
+            line += f"{wall:>{len(label) + 6}.2f}{wall / java:>{len(label) + 7}.2f}"
+            line += f"{statistics.median(op.alt_cpu):>{len(label) + 8}.2f}" if b.alt_cpu_counted else ""
         print(line)
 
 
@@ -537,7 +545,9 @@ def main() -> None:
     ap.add_argument("--clean-versions", type=int, default=15)
     ap.add_argument("--archive-instants", type=int, default=1000)
     ap.add_argument("--ops", default=",".join(OPS))
-    ap.add_argument("--spark", action="store_true", help="also our Spark engine (local[2]) for the writes/compaction")
+    alt = ap.add_mutually_exclusive_group()
+    alt.add_argument("--local-threads", type=int, default=0, help="also our local engine with this many task threads")
+    alt.add_argument("--spark", action="store_true", help="also our Spark engine (local[2]) for the writes/compaction")
     ap.add_argument("--profile", default="", help="comma-separated ops to run once more (ours) under pyinstrument")
     ap.add_argument("--java-memory", default="4g", help="Java's driver memory (local mode: its executor too)")
     ap.add_argument("--workdir", type=Path, default=None)
@@ -564,14 +574,18 @@ def main() -> None:
 
     java = start_java_hudi(root / "java", on_missing=missing)
     engine: Engine | None = None
-    if args.spark:
+    label, counted = "", True
+    if args.local_threads:
+        engine, label = LocalEngine(threads=args.local_threads), f"ours {args.local_threads} thr"
+    elif args.spark:
         from lake_orchestration.engines.spark import SparkEngine
         from lake_orchestration.engines.spark import warm_up as spark_warm_up
         from lake_orchestration.engines.spark_session import local_spark_session
 
         engine = SparkEngine(local_spark_session(master="local[2]"))
         engine.map_tasks(spark_warm_up, ["warm"] * 4, description="warm up")
-    b = Bench(java, root, args.rounds, engine, profile={o for o in args.profile.split(",") if o})
+        label, counted = "ours Spark", False
+    b = Bench(java, root, args.rounds, engine, label, counted, profile={o for o in args.profile.split(",") if o})
     try:
         t0 = time.perf_counter()
         warm_up(b, ops)
