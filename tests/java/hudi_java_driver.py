@@ -17,6 +17,14 @@ Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true,
   input included, listing the completed instants after it not), and ``cpu``: the CPU seconds (user + system, all
   threads) this process and its descendants (the JVM) used meanwhile; for ``benchmarks/java_peer_benchmark.py``.
 - ``timed_sql``: as ``sql``, plus ``seconds`` and ``cpu`` of running and collecting ``query`` (a procedure call).
+- ``lock``: ``path`` (table base path), ``action`` (``try``, ``unlock``, ``close``), ``options``
+  (``hoodie.write.lock.*``), ``provider`` (a lock provider class, default ``FileSystemBasedLockProvider``) ->
+  ``{"acquired": bool, "lock": lock, "owner": current owner info}``: Java's own provider (one per path, kept between
+  commands), as a Java writer's ``LockManager`` uses it.
+- ``write_loop``: ``path``, ``inputs`` (parquet files, one write each), ``options``, ``pause_s`` -> ``{"writes":
+  [{"input", "ok", "error", "instants"}]}``: one write per input, a failed write (a conflict, a lock timeout)
+  recorded and the loop going on, as a streaming writer retries its next batch.
+- ``pid`` -> ``{"jvm": pid}``: the JVM's process id (to kill it in the middle of a write).
 """
 
 from __future__ import annotations
@@ -107,7 +115,10 @@ def _jsonable(value: Any) -> Any:
 _LOCKS: dict[str, Any] = {}
 
 
-def _lock_provider(spark: SparkSession, path: str, options: dict[str, str]) -> Any:
+_FS_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+
+
+def _lock_provider(spark: SparkSession, path: str, options: dict[str, str], provider: str = _FS_LOCK) -> Any:
     if path not in _LOCKS:
         jvm = spark.sparkContext._jvm
         props = jvm.java.util.Properties()
@@ -117,7 +128,10 @@ def _lock_provider(spark: SparkSession, path: str, options: dict[str, str]) -> A
             spark.sparkContext._jsc.hadoopConfiguration()
         )
         lock_conf = jvm.org.apache.hudi.common.config.LockConfiguration(props)
-        _LOCKS[path] = jvm.org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider(lock_conf, conf)
+        cls = jvm
+        for part in provider.split("."):
+            cls = getattr(cls, part)
+        _LOCKS[path] = cls(lock_conf, conf)
     return _LOCKS[path]
 
 
@@ -149,13 +163,16 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
         spark.sql(f"CREATE TABLE {cmd['name']} USING hudi LOCATION '{cmd['path']}'")
         return {}
     if op == "lock":
-        provider = _lock_provider(spark, cmd["path"], cmd.get("options", {}))
+        provider = _lock_provider(spark, cmd["path"], cmd.get("options", {}), cmd.get("provider", _FS_LOCK))
         jvm = spark.sparkContext._jvm
         acquired = None
         if cmd["action"] == "try":
             acquired = bool(provider.tryLock(0, jvm.java.util.concurrent.TimeUnit.MILLISECONDS))
         elif cmd["action"] == "unlock":
             provider.unlock()
+        elif cmd["action"] == "close":
+            provider.close()
+            _LOCKS.pop(cmd["path"], None)
         else:
             raise ValueError(f"unknown lock action {cmd['action']!r}")
         return {"acquired": acquired, "lock": str(provider.getLock()), "owner": provider.getCurrentOwnerLockInfo()}
