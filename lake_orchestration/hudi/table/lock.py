@@ -43,6 +43,10 @@ Differences from Java, all on the safe side:
   :meth:`HudiTable.check_lock`, which raises :class:`TableLockLostError` once the file is gone or another's (read
   locally before every change, remotely when the heartbeat is late).
 
+With ``hoodie.write.lock.provider=DynamoDBBasedLockProvider`` the lock is instead the DynamoDB lock item of hudi-aws
+(Java's provider on S3), see :mod:`~lake_orchestration.hudi.table.dynamodb_lock`; reentrancy, waiting and the
+check before every timeline change are the same.
+
 On S3 and GCS the create is a conditional PUT (``If-None-Match: *``, see :meth:`Storage.create_if_absent`): of two
 processes creating the lock at the same instant exactly one succeeds. A storage without atomic creates (a store
 declared with ``conditional_put=false``, HDFS through pyarrow) is refused, as Java refuses this provider on stores
