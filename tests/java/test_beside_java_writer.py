@@ -410,6 +410,8 @@ def test_java_writer_loop_beside_our_services_with_kills(
     assert killed in {str(s.instant.time) for s, _ in rolled}, (killed, rolled)
     assert not list(HudiTable(str(t.path)).timeline.pending().with_actions(Action.DELTA_COMMIT))
     services.round(kill_compaction=False)
+    ok = sum(w["ok"] for w in writes)
+    print(f"round {round_no}: {ok}/{len(writes)} Java loop writes committed, failed: {failed}; ours: {services.log}")
     _assert_everyone_reads_the_model(java_hudi, t, f"round {round_no} ({'; '.join(services.log)[:3000]})")
     if ROUNDS > 1:  # locally: Java writes on, the table is as usable for it as before
         java_write(java_hudi, t, _batch(t, 10), "upsert", **MULTI_WRITER)
