@@ -90,3 +90,90 @@ def test_every_command_with_option_has_option_passthrough() -> None:
     names = [{o for p in c.params for o in getattr(p, "opts", ())} for c in leaves(cli)]
     with_option = [n for n in names if "--option" in n]
     assert with_option and all("--option-passthrough" in n for n in with_option)
+
+
+# -- progress and silence ------------------------------------------------------------------------------------------
+def _no_java_env() -> dict[str, str]:
+    """This environment with a JAVA_HOME that does not exist: a command that starts a Spark JVM fails."""
+    import os
+
+    return {**os.environ, "JAVA_HOME": "/nonexistent-java-home"}
+
+
+def test_compaction_run_spark_nothing_pending_answers_without_starting_spark(mor_table: Path) -> None:
+    for extra, expected in (([], "No pending compaction plan\n"), (["--json"], "[]\n")):
+        r = subprocess.run(
+            [sys.executable, "-m", "lake_orchestration.cli.app", "compaction", "run", str(mor_table), *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=_no_java_env(),
+            timeout=300,
+        )
+        assert (r.returncode, r.stdout) == (0, expected), r.stderr[-2000:]
+        assert r.stderr == ""
+
+
+def test_clean_spark_nothing_to_clean_answers_without_starting_spark(mor_table: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "lake_orchestration.cli.app", "clean", str(mor_table), "--engine", "spark"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_no_java_env(),
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("No clean: "), r.stdout
+
+
+def test_compaction_run_progress_on_stderr_result_alone_on_stdout(mor_table: Path) -> None:
+    r = lake_orch("compaction", "schedule", str(mor_table), "--force")
+    assert r.returncode == 0, r.stderr
+    instant = r.stdout.split()[2]
+    r = lake_orch("compaction", "run", str(mor_table), "--engine", "local", "--json")
+    assert r.returncode == 0, r.stderr
+    (result,) = json.loads(r.stdout)  # stdout: the JSON document only
+    groups = result["operations"]
+    lines = r.stderr.splitlines()  # not a terminal: one plain line per record
+    assert lines[0] == (
+        f"Compacting {instant}: {groups} operation(s), {groups} file group(s) in 2 partition(s), "
+        "engine local (in-process)"
+    )
+    assert [x.split(" merged ")[0] for x in lines[1:]] == [
+        f"Compaction {instant}: file group {n}/{groups}" for n in range(1, groups + 1)
+    ]
+
+
+def test_progress_handler_rewrites_one_line_on_a_terminal() -> None:
+    import io
+    import logging
+
+    from lake_orchestration.cli.progress import PROGRESS_LOGGER, progress_on_stderr
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    log = logging.getLogger(f"{PROGRESS_LOGGER}.compaction")
+    with progress_on_stderr(stream):
+        log.info("Compacting 1: 2 operation(s)")
+        log.info("file group 1/2", extra={"progress_line": True})
+        log.info("file group 2/2", extra={"progress_line": True})
+    assert stream.getvalue() == "Compacting 1: 2 operation(s)\n\r\x1b[Kfile group 1/2\r\x1b[Kfile group 2/2\n"
+    log.info("not shown outside the command")
+    assert stream.getvalue().endswith("2/2\n")
+
+
+def test_compaction_run_on_copy_on_write_refused_as_schedule_refuses(tmp_path: Path) -> None:
+    runner = CliRunner()
+    data, table = tmp_path / "in.parquet", tmp_path / "cow"
+    assert runner.invoke(cli, ["generate", str(data), "--rows", "10"]).exit_code == 0
+    r = runner.invoke(cli, ["write", str(table), "--input", str(data), *CREATE, "--table-type", "COPY_ON_WRITE"])
+    assert r.exit_code == 0, r.output
+    schedule = lake_orch("compaction", "schedule", str(table))
+    run = lake_orch("compaction", "run", str(table), "--engine", "local")
+    assert schedule.returncode == run.returncode == 1
+    assert run.stdout == ""
+    assert run.stderr == schedule.stderr == f"Error: Compaction needs a MERGE_ON_READ table; {table} is COPY_ON_WRITE\n"

@@ -94,19 +94,31 @@ def compaction_run(
     spark_master: str,
     out: Output,
 ) -> None:
-    """Execute and commit pending compaction plans (an inflight attempt is rolled back first)."""
-    from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
+    """Execute and commit pending compaction plans (an inflight attempt is rolled back first).
+
+    The timeline is read before any engine starts: with nothing pending the answer comes without a Spark JVM, and a
+    COPY_ON_WRITE table is refused as ``compaction schedule`` refuses it. Progress (a start line per plan, the file
+    groups done) goes to stderr; stdout keeps the result."""
+    from lake_orchestration.cli.progress import progress_on_stderr, spark_task_progress
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
+    from lake_orchestration.hudi.services.compaction.planner import require_mor, select_pending_plans
 
     cfg = CompactionConfig.from_options(parse_options(options))
-    results = run_compaction(
-        open_table(path),
-        instant_time=instant_time,
-        seq=seq.upper(),
-        max_plans=max_plans,
-        schedule=schedule,
-        config=cfg,
-        engine=engine_or_none(engine, spark_master),
-    )
+    t = open_table(path)
+    require_mor(t)
+    if schedule:
+        schedule_compaction(t, config=cfg)
+    pending = select_pending_plans(t, seq=seq.upper())
+    if instant_time is None and not pending:
+        out.show([], _print_runs)
+        return
+    # a plan that is not pending fails (InstantNotFoundError) before any work: no engine needed for that answer
+    runs = instant_time is None or instant_time in pending
+    on = engine_or_none(engine, spark_master) if runs else None
+    with progress_on_stderr(), spark_task_progress(on, "compaction"):
+        results = run_compaction(
+            t, instant_time=instant_time, seq=seq.upper(), max_plans=max_plans, config=cfg, engine=on
+        )
     out.show(list(results), _print_runs)
 
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import click
 
 from lake_orchestration.cli.common import (
+    LazySparkEngine,
     duration_seconds,
     engine_options,
-    engine_or_none,
     open_table,
     option_passthrough,
     parse_options,
@@ -172,7 +172,8 @@ def clean_cmd(path: str, dry_run: bool, options: tuple[str, ...], engine: str, s
         open_table(path),
         CleanConfig.from_options(parse_options(options)),
         dry_run=dry_run,
-        engine=None if dry_run else engine_or_none(engine, spark_master),
+        # Spark starts only when there are files to delete: a clean with nothing to do answers at once
+        engine=None if dry_run or engine != "spark" else LazySparkEngine(spark_master),
     )
     out.show(res, _print_clean)
 

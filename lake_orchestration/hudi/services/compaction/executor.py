@@ -15,6 +15,7 @@ into memory and fetches the winning records' other columns from the files as bas
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -57,6 +58,10 @@ from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.table.snapshot import merge_config_for
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig, WriteBehind
 from lake_orchestration.io.storage import Storage
+
+progress_log = logging.getLogger("lake_orchestration.progress.compaction")
+"""Progress of an execution for people (the CLI prints it on stderr): a start line per plan, a line per file group
+run in process. INFO records; nothing shows unless a handler is configured at INFO (``lake-orch`` does)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -583,6 +588,15 @@ def execute_attempt(
         attempt.claim()
     try:
         tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
+        progress_log.info(
+            "Compacting %s: %d operation(s), %d file group(s) in %d partition(s), engine %s",
+            instant,
+            len(plan.operations or ()),
+            len(tasks),
+            len({t.partition_path for t in tasks}),
+            "local (in-process)" if engine is None else type(engine).__name__,
+            extra={"instant": str(instant), "file_groups": len(tasks)},
+        )
         # in-process, the attempt stops between tasks once another process took the plan over
         stats = run_in_process(attempt, tasks, keep) if engine is None else run_operations(tasks, engine=engine)
     except BaseException:
@@ -656,7 +670,7 @@ def run_in_process(
     pipeline = ClosePipeline(CLOSE_OVERLAP_BYTES) if pa.cpu_count() > 1 and len(tasks) > 1 else None
     stats = pipeline.stats if pipeline is not None else []
     try:
-        for task in tasks:
+        for n, task in enumerate(tasks, 1):
             attempt.ensure_ours()
             kw: dict[str, Any] = {}
             if keep is not None and (decoded_log := keep.take(task)) is not None:
@@ -666,6 +680,14 @@ def run_in_process(
             stat = execute_operation(task, **kw)
             if stat is not None:
                 stats.append(stat)
+            progress_log.info(
+                "Compaction %s: file group %d/%d merged (%s)",
+                task.instant,
+                n,
+                len(tasks),
+                f"{task.partition_path}/{task.file_id}" if task.partition_path else task.file_id,
+                extra={"instant": task.instant, "done": n, "total": len(tasks), "progress_line": True},
+            )
         if pipeline is not None:
             pipeline.wait()
     finally:

@@ -177,10 +177,19 @@ def _compaction_times(table: HudiTable) -> set[str]:
     return {n.split(".", 1)[0] for n in names if n.endswith(".compaction.requested")}
 
 
-def validate_instant(table: HudiTable, instant: str) -> None:
-    """The scheduling validations of ``ScheduleCompactionActionExecutor`` (single writer)."""
+def require_mor(table: HudiTable) -> None:
+    """Refuse a table that is not MERGE_ON_READ: compaction merges log files, which only MERGE_ON_READ tables have.
+
+    Raises:
+        PlanError: naming the table and its type.
+    """
     if not table.config.is_mor:
         raise PlanError(f"Compaction needs a MERGE_ON_READ table; {table.base_uri} is {table.config.table_type.value}")
+
+
+def validate_instant(table: HudiTable, instant: str) -> None:
+    """The scheduling validations of ``ScheduleCompactionActionExecutor`` (single writer)."""
+    require_mor(table)
     tl = table.timeline.commits()
     pending_writes = [i for i in tl.pending() if i.action not in (Action.COMPACTION, Action.LOG_COMPACTION)]
     if pending_writes and pending_writes[0].time <= instant:
