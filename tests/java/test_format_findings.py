@@ -9,7 +9,10 @@ each cell takes a private copy of the state it needs:
   slices Java's inline log compaction (``hoodie.log.compaction.inline``) plans, with the same operation fields
   (``bootstrapFilePath`` null for a slice that is not a bootstrap skeleton, as Java writes it).
 * A plan overtaken by a later Java delete: executed after the delete, nothing the delete removed comes back, for
-  Java, our reader and hudi-rs.
+  Java, our reader and hudi-rs (the overtaken slices are left out of the log compaction).
+* The layout Java's own log compaction leaves when overtaken (the merged block in a log file after the delete's):
+  our reader and hudi-rs apply the merged block in instant order; Java's Spark snapshot reader, which reads blocks
+  in file order (``scanInternalV1``), brings the deleted rows back -- pinned here as Java 0.15's behaviour.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction import (
+    executor,
     read_log_compaction_plan,
     run_log_compaction,
     schedule_log_compaction,
@@ -211,3 +215,43 @@ def test_log_compaction_overtaken_by_a_java_delete(java_hudi: JavaHudi, planned,
     # the left-out slices are planned again, with every block
     again = schedule_log_compaction(HudiTable(str(t.path)), config=CONFIG)
     assert again.plan is not None and hit <= {op.file_id for op in again.plan.operations or ()}
+
+
+@pytest.mark.interop(
+    direction="Java writes → our service → Java reads",
+    table="MOR partitioned",
+    service="log compaction (merged block after a later delete)",
+    checks="the file layout Java's own log compaction leaves when overtaken: our reader and hudi-rs apply the merged "
+    "block where its instants were (= model); Java's Spark snapshot (scanInternalV1) brings the deleted rows back",
+)
+def test_merged_block_after_a_later_delete_read_in_instant_order(
+    java_hudi: JavaHudi,
+    planned,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    t0, instant, plan = planned
+    t = _copy(t0, tmp_path / "t")
+    planned_ids = {op.file_id for op in plan.operations or ()}
+    snap = read_snapshot_table(HudiTable(str(t.path)))
+    fids = pc.utf8_slice_codeunits(snap.column("_hoodie_file_name"), 0, 38)
+    first = t.instants[0].split(".")[0]
+    updated = snap.filter(
+        pc.and_(pc.is_in(fids, pa.array(sorted(planned_ids))), pc.greater(snap.column("_hoodie_commit_time"), first))
+    ).slice(0, 12)
+    java_write(java_hudi, t, updated.select(list(t.schema.names)).cast(t.schema), "delete")
+    # Java's LogCompactionExecutionHelper executes an overtaken plan as it is: the merged block (bounded by the plan
+    # instant) goes into a new log file, after the delete's. Our executor without its guard writes the same layout.
+    monkeypatch.setattr(executor, "overtaking_log_files", lambda table, plan: {})
+    run_log_compaction(HudiTable(str(t.path)), instant, config=CONFIG)
+
+    assert_rows_equal(read_snapshot_table(HudiTable(str(t.path))), t.expected(), "our snapshot")
+    rs = hudi_rs_snapshot(t.path)
+    assert rs is not None
+    assert_rows_equal(rs, t.expected(), "hudi-rs")
+    java = java_read(java_hudi, t)
+    back = set(java.column("uuid").to_pylist()) & set(updated.column("uuid").to_pylist())
+    assert java.num_rows == len(t.expected()) + updated.num_rows and len(back) == updated.num_rows, (
+        "Java 0.15's snapshot reader no longer reads a merged block after a later delete in file order: "
+        f"{java.num_rows} rows, {len(back)} deleted ones back"
+    )

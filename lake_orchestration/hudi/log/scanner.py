@@ -6,7 +6,11 @@ Mirrors ``AbstractHoodieLogRecordReader.scanInternalV1`` of Hudi 0.14/0.15 with 
   start, i.e. archived) or that are inflight are skipped;
 * a ROLLBACK command block pops, from the top of the queued blocks, corrupt blocks and blocks of its target
   instant;
-* corrupt blocks are queued (a rollback may discard them) and otherwise skipped and counted.
+* corrupt blocks are queued (a rollback may discard them) and otherwise skipped and counted;
+* a log compaction's merged blocks (``COMPACTED_BLOCK_TIMES``) are applied in the place of the newest block they
+  replaced, as ``scanInternalV2`` does (:mod:`~lake_orchestration.hudi.log.compacted_blocks`), not after blocks
+  written once the plan was made. Java's Spark snapshot reader reads them in file order: for a log compaction
+  overtaken by a later delete it brings the deleted rows back, hudi-rs does not.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from lake_orchestration.hudi.log.compacted_blocks import has_compacted_block, place_compacted_blocks
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
 from lake_orchestration.hudi.log.reader import read_log_blocks
 from lake_orchestration.hudi.model.file_group import LogFile
@@ -113,6 +118,8 @@ def scan_blocks(
     valid = [b for b in stack if not b.is_corrupt]
     if len(valid) != len(stack):
         log.warning("%d corrupt log block(s) were not rolled back; skipped", len(stack) - len(valid))
+    if has_compacted_block(valid):
+        valid, _ = place_compacted_blocks(valid)
     return valid, stats
 
 

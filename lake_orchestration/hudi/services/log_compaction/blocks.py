@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from lake_orchestration.hudi.log.compacted_blocks import place_compacted_blocks
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType
 from lake_orchestration.hudi.log.reader import read_log_blocks
 from lake_orchestration.hudi.log.scanner import InstantFilter
@@ -104,25 +105,6 @@ def optimized_scan(storage: Storage, log_files: Sequence[LogFile], instant_filte
             by_instant[instant].append(block)
         out.total_log_size += lf.size if lf.size >= 0 else 0
 
-    queue: list[list[LogBlock]] = []  # newest instant first
-    included: set[str] = set()
-    compacted_into: dict[str, str] = {}
-    for instant in reversed(ordered):
-        first = by_instant[instant][0]
-        replaced = first.get(HeaderKey.COMPACTED_BLOCK_TIMES)
-        if replaced is not None:
-            final = compacted_into.get(instant, instant)
-            for original in replaced.split(","):
-                compacted_into[original] = final
-            continue
-        final = compacted_into.get(instant)
-        if final is None:
-            queue.append(by_instant[instant])
-            included.add(instant)
-            out.valid_block_instants.append(instant)
-        elif final not in included:
-            queue.append(by_instant[final])
-            included.add(final)
-            out.valid_block_instants.append(final)
-    out.blocks = [b for blocks in reversed(queue) for b in blocks]
+    kept = [b for instant in ordered for b in by_instant[instant]]
+    out.blocks, out.valid_block_instants = place_compacted_blocks(kept)
     return out
