@@ -28,6 +28,7 @@ from lake_orchestration.paimon.model import FileKind, Snapshot
 from lake_orchestration.paimon.model.avro import read_container, write_container
 from lake_orchestration.paimon.model.manifest import MANIFEST_ENTRY_SCHEMA, DataFileMeta, ManifestEntry
 from lake_orchestration.paimon.model.pk_index import (
+    PrimaryKeyIndexSourceMeta,
     is_global_index_payload,
     is_index_source,
     source_meta,
@@ -257,3 +258,19 @@ def test_plan_refuses_a_global_index_without_primary_key_source_meta(paimon_gold
     path.write_bytes(write_container(container.schema, records))
     with pytest.raises(PlanError, match=r"not a primary-key index source meta"):
         plan_compaction(table)
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _ in CASES}))
+def test_primary_key_index_source_meta_of_golden_payloads_round_trips_byte_for_byte(
+    paimon_golden: Path, name: str
+) -> None:
+    java = PaimonTable.open(str(paimon_golden / name))
+    latest = java.latest_snapshot()
+    assert latest is not None
+    payloads = [r for r in java.index_manifest_records(latest) if is_global_index_payload(r)]
+    assert payloads
+    for r in payloads:
+        raw = bytes(r["_GLOBAL_INDEX"]["_SOURCE_META"])
+        meta = PrimaryKeyIndexSourceMeta.deserialize(raw, where=name)
+        assert meta.serialize() == raw
+        assert meta.data_level > 0 and all(f.startswith("data-") for f, _ in meta.source_files)
