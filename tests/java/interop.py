@@ -42,6 +42,8 @@ class Shape:
     partition: tuple[str, ...]
     key_generator: str
     hive_style: bool = False
+    java_extra: tuple[tuple[str, str], ...] = ()
+    """More of Java's write options the shape needs (e.g. ``hoodie.keygen.timebased.*``)."""
 
     def java_options(self, table_type: TableType, table_name: str = "t") -> dict[str, str]:
         """Java's datasource options for this shape (metadata table off: the next issue keeps it)."""
@@ -65,6 +67,7 @@ class Shape:
             "hoodie.archive.automatic": "false",
             "hoodie.compact.inline": "false",
             "hoodie.datasource.compaction.async.enable": "false",
+            **dict(self.java_extra),
         }
 
     def write_options(self, table_type: TableType, table_name: str = "t") -> WriteOptions:
@@ -86,6 +89,22 @@ COMPLEX = Shape(
     "complex keys", ("uuid", "rider"), ("city", "driver_bucket"), "org.apache.hudi.keygen.ComplexKeyGenerator", True
 )
 SHAPES = {s.name: s for s in (PARTITIONED, NON_PARTITIONED, COMPLEX)}
+"""The shapes both Java and our writer write."""
+TIMESTAMP = Shape(
+    "timestamp key",
+    ("uuid",),
+    ("ts",),
+    "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    java_extra=(
+        ("hoodie.keygen.timebased.timestamp.type", "EPOCHMILLISECONDS"),
+        ("hoodie.keygen.timebased.output.dateformat", "yyyy/MM/dd"),
+        ("hoodie.keygen.timebased.timezone", "UTC"),
+    ),
+)
+"""Partitioned by the epoch-millis ``ts`` as ``yyyy/MM/dd`` (``TimestampBasedKeyGenerator``): Java writes it, our
+writer refuses it (its partition paths are not derived from the column's value). The trips' ``ts`` (and every
+update's) falls on 2023/09/18, so a key never changes partition and the model stays keyed by record key."""
+ALL_SHAPES = {**SHAPES, TIMESTAMP.name: TIMESTAMP}
 
 
 def trips(rows: int, seed: int) -> pa.Table:
@@ -132,6 +151,8 @@ class JavaTable:
     instants: list[str]
     scratch: Path
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    snapshots: dict[str, Model] = field(default_factory=dict)
+    """The model as of each instant Java wrote (instant time -> a copy): the expected rows of a restore."""
 
     @property
     def options(self) -> dict[str, str]:
@@ -152,7 +173,13 @@ class JavaTable:
             instants=list(self.instants),
             scratch=dest.parent,
             _seq=itertools.count(1),
+            snapshots=dict(self.snapshots),
         )
+
+    def model_as_of(self, instant: str) -> Model:
+        """A copy of the model as of Java's ``instant`` (a time)."""
+        snap = self.snapshots[instant]
+        return Model(snap.key, dict(snap.rows))
 
 
 def java_write(java: JavaHudi, table: JavaTable, data: pa.Table, operation: str, **extra: str) -> list[str]:
@@ -166,7 +193,11 @@ def java_write(java: JavaHudi, table: JavaTable, data: pa.Table, operation: str,
         table.model.delete(data)
     else:
         table.model.upsert(data)
+    before = set(table.instants)
     table.instants = result["instants"]
+    for name in table.instants:
+        if name not in before:
+            table.snapshots[name.split(".", 1)[0]] = Model(table.model.key, dict(table.model.rows))
     return table.instants
 
 
@@ -218,6 +249,25 @@ def keyed_meta(t: pa.Table) -> list[tuple[Any, ...]]:
             strict=True,
         )
     )
+
+
+def data_files(path: Path) -> set[str]:
+    """Relative paths of the table's data files (base and log files; ``.hoodie`` and Hadoop's ``.crc`` checksum
+    files left out)."""
+    return {
+        str(p.relative_to(path))
+        for p in path.rglob("*")
+        if p.is_file()
+        and ".hoodie" not in p.relative_to(path).parts
+        and not p.name.startswith(".hoodie_partition")
+        and not p.name.endswith(".crc")
+        and (p.suffix == ".parquet" or ".log." in p.name)
+    }
+
+
+def instant_time(name: str) -> str:
+    """``20240101000000000.commit`` -> ``20240101000000000``."""
+    return name.split(".", 1)[0]
 
 
 def procedure(java: JavaHudi, name: str, table: JavaTable | Path, **args: Any) -> list[dict[str, Any]]:
