@@ -79,7 +79,7 @@ def test_a_java_create_racing_ours_keeps_the_lock_java_believes_it_holds(tmp_pat
             pass
         time.sleep(0.8)  # Java's commit under the lock
         java_released.set()
-        lock.unlink()  # Java's unlock
+        lock.unlink(missing_ok=True)  # Java's unlock
 
     java = threading.Thread(target=java_writer, daemon=True)
     java.start()

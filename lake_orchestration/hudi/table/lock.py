@@ -31,9 +31,10 @@ Differences from Java, all on the safe side:
   judged, then creates its own lock and re-reads it to verify ownership; release deletes the file only if it is
   still ours (Java deletes unconditionally).
 - Java's check-then-create can truncate a lock file we have just created (its check ran before our create): we
-  create with O_EXCL, wait :data:`RACE_SETTLE_MS`, and hold the lock only if the file still has our content; else
-  the Java writer believes it holds the lock and we wait for it. Locally every timeline change re-reads the lock
-  file first, so a lock lost that way later stops the section before its next change.
+  create the file with its content at once (a hard link of a written temporary file), wait
+  :data:`RACE_SETTLE_MS`, and hold the lock only if the file still has our content; else the Java writer believes
+  it holds the lock and we wait for it. Locally every timeline change re-reads the lock file first, so a lock lost
+  that way later stops the section before its next change.
 - A Java lock's leftover ``.lock.crc`` is deleted once we take over its stale lock or hold the lock ourselves (Java
   would fail to verify our content against it).
 - Reentrant per thread: a service that runs another one in the same thread (``compaction run --schedule``) takes
@@ -509,34 +510,45 @@ def _remove_checksum_sidecar(storage: Storage, path: str) -> None:
 
 
 def _create_lock_file(storage: Storage, path: str, content: bytes) -> None:
-    """Create the lock file, never overwriting one.
+    """Create the lock file with its content, never overwriting one.
 
-    Locally an exclusive create (``O_CREAT | O_EXCL``, as Java's ``fs.create(path, false)``) instead of
-    :meth:`Storage.create_if_absent`'s temp file + link: no ``lock.<uuid>.tmp`` shows up in ``.hoodie/`` on every
-    acquisition. A reader that catches the file before its content is written sees a lock it cannot parse, which
-    never counts as stale, and simply tries again.
+    Locally the content goes to a hidden temporary file beside it (``.lock.<uuid>.tmp``, which no timeline
+    reader lists) that is then hard-linked to the lock path: the link fails if the lock exists (as an exclusive
+    create would), and the lock file never exists without its content. An exclusive create followed by a write
+    would leave a moment in which a Java writer's truncating open (its check-then-create) goes unnoticed: its
+    truncation would precede our write, both would believe they hold the lock, and the content check after
+    :data:`RACE_SETTLE_MS` would see ours. With the link, any truncation by Java comes after our content and
+    that check sees the file emptied.
     """
     if not storage.is_local:
         storage.create_if_absent(path, content)
         return
+    folder, name = os.path.split(path)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
     except OSError as err:  # a file in the way, an unwritable place: never taken for a held lock
         raise StorageError(
             f"Cannot create the folder of the lock file ({err}); check {HoodieKey.LOCK_FILESYSTEM_PATH.key}",
             path=storage.uri(path),
         ) from err
+    tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, content)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
     except FileExistsError as err:
         raise FileAlreadyExistsError(storage.uri(path)) from err
     except OSError as err:
         raise StorageError(f"Cannot create the lock file ({err})", path=storage.uri(path)) from err
-    try:
-        os.write(fd, content)
-        os.fsync(fd)
     finally:
-        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def _placeholder(storage: Storage, path: str) -> LockInfo:
