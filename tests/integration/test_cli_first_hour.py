@@ -177,3 +177,38 @@ def test_compaction_run_on_copy_on_write_refused_as_schedule_refuses(tmp_path: P
     assert schedule.returncode == run.returncode == 1
     assert run.stdout == ""
     assert run.stderr == schedule.stderr == f"Error: Compaction needs a MERGE_ON_READ table; {table} is COPY_ON_WRITE\n"
+
+
+def test_batch_without_is_deleted_accepted_after_a_batch_with_deletes(tmp_path: Path) -> None:
+    """``generate --delete-fraction`` adds ``_hoodie_is_deleted`` to the table's schema; the next batch without the
+    column used to be refused as missing a column. Hudi's payloads read a missing flag as "not deleted"."""
+    import pyarrow.parquet as pq
+
+    from lake_orchestration.hudi.table import HudiTable
+    from tests.oracle import hudi_rs_snapshot
+
+    runner = CliRunner()
+    g1, g2, g3 = (tmp_path / f"g{i}.parquet" for i in (1, 2, 3))
+    table = tmp_path / "t"
+    assert runner.invoke(cli, ["generate", str(g1), "--rows", "60", "--partitions", "2"]).exit_code == 0
+    assert runner.invoke(cli, ["write", str(table), "--input", str(g1), *CREATE]).exit_code == 0
+    args = ["--from", str(g1), "--update-fraction", "0.1", "--delete-fraction", "0.2", "--seed", "3"]
+    assert runner.invoke(cli, ["generate", str(g2), *args]).exit_code == 0
+    assert runner.invoke(cli, ["write", str(table), "--input", str(g2)]).exit_code == 0
+    with_flag = HudiTable(str(table)).latest_schema()
+    assert "_hoodie_is_deleted" in [f["name"] for f in with_flag["fields"]]
+    args = ["--from", str(g1), "--update-fraction", "0.3", "--seed", "4"]
+    assert runner.invoke(cli, ["generate", str(g3), *args]).exit_code == 0
+    assert "_hoodie_is_deleted" not in pq.read_schema(g3).names
+    r = lake_orch("write", str(table), "--input", str(g3))
+    assert r.returncode == 0, r.stderr
+    assert HudiTable(str(table)).latest_schema() == with_flag  # the table's schema is kept
+    expected = {row["uuid"]: row["fare"] for row in pq.read_table(g1).to_pylist()}
+    for batch in (g2, g3):
+        for row in sorted(pq.read_table(batch).to_pylist(), key=lambda x: x["ts"]):
+            if row.get("_hoodie_is_deleted"):
+                expected.pop(row["uuid"], None)
+            else:
+                expected[row["uuid"]] = row["fare"]
+    got = hudi_rs_snapshot(table)
+    assert dict(zip(got.column("uuid").to_pylist(), got.column("fare").to_pylist(), strict=True)) == expected

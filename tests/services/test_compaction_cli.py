@@ -39,7 +39,7 @@ def test_compaction_cli_schedule_show_run_lifo_and_rollback(tmp_path: Path) -> N
     assert json.loads(run(cli, ["compaction", "show", str(path), "--json"]).output)[0]["state"] == "REQUESTED"
     r = run(cli, ["compaction", "run", str(path), "--engine", "local", "--seq", "LIFO", "--json"])
     assert r.exit_code == 0, r.output
-    (res,) = json.loads(r.output)
+    (res,) = json.loads(r.stdout)  # progress goes to stderr
     assert res["instant"] == first["instant"] and res["rows_written"] > 0
     assert json.loads(run(cli, ["compaction", "show", str(path), "--json"]).output)[0]["state"] == "COMPLETED"
     assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)

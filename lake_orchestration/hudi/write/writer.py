@@ -41,10 +41,12 @@ from lake_orchestration.hudi.model.properties import (
     new_table_properties,
 )
 from lake_orchestration.hudi.model.schema import (
+    IS_DELETED_FIELD,
     META_FIELDS,
     PARTITION_PATH,
     RECORD_KEY,
     arrow_to_avro_schema,
+    avro_to_arrow_schema,
     with_meta_fields,
 )
 from lake_orchestration.hudi.table.commit import (
@@ -237,6 +239,7 @@ def write_table(
         data = data.toArrow()  # a Spark DataFrame
     table = _open_or_create(base_uri, data.schema, options, storage_options)
     cfg = table.config
+    data = _with_optional_is_deleted(table, data, op)
     _check_supported(table, data, op)
     records = with_keys(data, cfg)
     if op in (WriteOperation.UPSERT, WriteOperation.DELETE) or options.combine_before_insert:
@@ -368,6 +371,19 @@ def _abort_conflicting_write(
 
 
 _SUPPORTED_KEYGENS = ("SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator")
+
+
+def _with_optional_is_deleted(table: HudiTable, data: pa.Table, op: WriteOperation) -> pa.Table:
+    """``_hoodie_is_deleted`` is optional, as in Hudi's payloads (a record without it is no delete): rows lacking it
+    for a table whose schema has it (a batch with deletes added it) get it as false, typed as in the table, so the
+    table's schema is kept and the batch is not refused as missing a column."""
+    if op is WriteOperation.DELETE or IS_DELETED_FIELD in data.column_names:
+        return data
+    existing = table.latest_schema()
+    if existing is None or not any(f["name"] == IS_DELETED_FIELD for f in existing["fields"]):
+        return data
+    field = avro_to_arrow_schema(existing).field(IS_DELETED_FIELD)
+    return data.append_column(field, pa.array([False] * data.num_rows, field.type))
 
 
 def _check_supported(table: HudiTable, data: pa.Table, op: WriteOperation) -> None:
