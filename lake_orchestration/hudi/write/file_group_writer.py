@@ -82,6 +82,9 @@ class FileGroupWriteContext:
     unique_columns: tuple[str, ...] = ()
     """Data columns unique by construction (a single record key field): written without a dictionary."""
     max_rows_per_file: int = 1_000_000
+    merge_base: bool = False
+    """MERGE_ON_READ: rewrite the base file with the records (Hudi's merge handle) instead of appending a log block:
+    a small file of a partition with inserts (``BaseSparkDeltaCommitActionExecutor.handleUpdate``)."""
 
 
 def partition_path_depth(partition: str) -> int:
@@ -118,7 +121,7 @@ def write_file_group(records: pa.Table, ctx: FileGroupWriteContext) -> list[Writ
     if ctx.base_instant is None:
         ensure_partition_metadata(g.storage, ctx.partition_path, ctx.instant, partition_path_depth(ctx.partition_path))
         return _create(g, data.filter(pa.array(ops == "I")))
-    if ctx.is_mor:
+    if ctx.is_mor and not ctx.merge_base:
         return [_append(g, data, ops)]
     return [_merge(g, data, ops)]
 

@@ -519,15 +519,13 @@ def _small_files(
 ) -> dict[str, list[tuple[str, int]]]:
     """Partition -> [(file id, rows it can still take)] for base files below ``hoodie.parquet.small.file.limit``.
 
-    On MERGE_ON_READ only slices without log files count (Hudi, when the index cannot index log files); their
-    inserts go to a log file of the group.
+    On MERGE_ON_READ only slices without log files count (Hudi, when the index cannot index log files); such a
+    group is rewritten into a new base file, not appended to (:func:`_small_file_corrections`).
     """
     out: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    if options.small_file_limit <= 0:
-        return out
     for s in slices:
         bf = s.base_file
-        if bf is None or bf.size >= options.small_file_limit or (table.config.is_mor and s.log_files):
+        if bf is None or not _is_small_file(table, s, options):
             continue
         rows = table.storage.open_parquet(table.storage.join(bf.relative_path)).metadata.num_rows
         if rows <= 0:
@@ -537,6 +535,35 @@ def _small_files(
         if capacity > 0:
             out[s.partition_path].append((s.file_id, capacity))
     return out
+
+
+def _is_small_file(table: HudiTable, s: FileSlice, options: WriteOptions) -> bool:
+    """A small-file candidate (``UpsertPartitioner.getSmallFiles``; on MERGE_ON_READ
+    ``SparkUpsertDeltaCommitPartitioner``, index that cannot index log files): a base file below
+    ``hoodie.parquet.small.file.limit`` and, on MERGE_ON_READ, no log files."""
+    bf = s.base_file
+    if options.small_file_limit <= 0 or bf is None or bf.size >= options.small_file_limit:
+        return False
+    return not (table.config.is_mor and s.log_files)
+
+
+def _small_file_corrections(
+    table: HudiTable,
+    groups: Mapping[tuple[str, str], pa.Table],
+    latest: Mapping[tuple[str, str], FileSlice],
+    options: WriteOptions,
+) -> set[tuple[str, str]]:
+    """MERGE_ON_READ file groups this write rewrites into a new base file instead of appending a log block: the
+    small-file candidates of every partition with inserts (``UpsertPartitioner.getSmallFileIds``), as
+    ``BaseSparkDeltaCommitActionExecutor.handleUpdate`` does when the index cannot index log files. Appended to a
+    log instead, inserts would live only in a log file, where Java's bloom and simple indexes never look: Java's
+    next upsert of those keys would insert them a second time (a duplicate row in every read)."""
+    with_inserts = {p for (p, _), recs in groups.items() if pc.any(pc.equal(recs.column(OP_COLUMN), "I")).as_py()}
+    return {
+        (p, fid)
+        for (p, fid), s in latest.items()
+        if p in with_inserts and (p, fid) in groups and _is_small_file(table, s, options)
+    }
 
 
 def _group(records: pa.Table) -> dict[tuple[str, str], pa.Table]:
@@ -622,6 +649,7 @@ def _tasks(
         unique_columns=tuple(cfg.record_key_fields) if len(cfg.record_key_fields) == 1 else (),
         max_rows_per_file=options.max_rows_per_file,
     )
+    merge_base = _small_file_corrections(table, groups, latest, options) if cfg.is_mor else set()
     out = []
     for n, ((p, fid), recs) in enumerate(groups.items()):
         s = latest.get((p, fid))
@@ -629,6 +657,7 @@ def _tasks(
             base,
             partition_path=p,
             file_id=fid,
+            merge_base=(p, fid) in merge_base,
             base_instant=str(s.base_instant) if s is not None else None,
             base_file_name=s.base_file.name if s is not None and s.base_file is not None else None,
             base_bootstrap_source=s.base_file.bootstrap_source if s is not None and s.base_file is not None else None,
