@@ -3,17 +3,22 @@ table lock, then the markers and the attempt's heartbeat are removed.
 
 The commit writes only the completed instant: given the result of
 :func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction` it never writes a log file.
-It checks first that the plan is still inflight, the heartbeat still the executing attempt's and every written file
-present; otherwise nothing is committed.
+It checks first that the plan is still inflight, the heartbeat still the executing attempt's, every written file
+present, and that no other write put a log file into a merged file group while the plan executed (the merged block
+would follow it: readers in file order would undo that write with older data, see
+:mod:`~lake_orchestration.hudi.services.log_compaction.executor`); otherwise nothing is committed.
 """
 
 from __future__ import annotations
 
+from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
+from lake_orchestration.hudi.model.file_group import LogFile
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.compaction.committer import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution
+from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution, overtaking_log_files
+from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -46,6 +51,7 @@ def commit_log_compaction(
     try:
         with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
             attempt_check(table, instant, beat, md.write_stats(), action=Action.LOG_COMPACTION)()
+            _check_not_overtaken(table, instant, md)
             table.transition_to_completed(
                 Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes()
             )
@@ -55,3 +61,27 @@ def commit_log_compaction(
         raise
     beat.stop(delete=True)
     return md
+
+
+def _check_not_overtaken(table: HudiTable, instant: str, md: CommitMetadata) -> None:
+    """Raise if another write's log file sorts between a merged file group's planned log files and the merged file
+    this attempt wrote (added while it executed: the merged block would follow it)."""
+    ours = {
+        (s.partitionPath or "", s.fileId or ""): LogFile.parse((s.path or "").rsplit("/", 1)[-1]).sort_key()
+        for s in md.write_stats()
+    }
+    later = overtaking_log_files(table.refresh(), read_log_compaction_plan(table, instant))
+    foreign = {
+        fg: before
+        for fg, names in later.items()
+        if fg in ours and (before := [n for n in names if LogFile.parse(n).sort_key() < ours[fg]])
+    }
+    if foreign:
+        listed = "; ".join(f"{p}/{fid}: {', '.join(names)}" for (p, fid), names in sorted(foreign.items()))
+        raise InvalidInstantStateError(
+            table.base_uri,
+            instant,
+            f"log compaction not committed: another write added log files to merged file groups while it executed "
+            f"({listed}); its merged blocks would follow them. Nothing was committed: the attempt is rolled back "
+            "and the plan executed again once its heartbeat expires, leaving those file groups out",
+        )
