@@ -8,12 +8,14 @@ Records keep their own ``_hoodie_commit_time``/``_hoodie_commit_seqno``, deletes
 ``scanInternalV2`` (:mod:`.blocks`) bounded by the log compaction instant, so blocks written after the plan are not
 merged, and ``COMPACTED_BLOCK_TIMES`` is the scan's ``getValidBlockInstants()`` (newest first).
 
-The replaced blocks stay on disk: a reader that reads every block in file order (``scanInternalV1``, Java's Spark
-snapshot reader, hudi-rs, ours) gets the same result only because the merged block comes right after them. A plan
-overtaken by a later write (a log file of the file group that the plan does not list, e.g. a delete written after
-the plan was scheduled) would put the merged block, holding older data, after that write: in-order readers would
-apply it last and the deleted rows would come back (only ``scanInternalV2`` places it right). Such an operation is
-left out: nothing is written for its file group, which the next plan picks up with all its blocks.
+The replaced blocks stay on disk: a reader that reads every block in file order (``scanInternalV1``: Java's Spark
+snapshot reader and Java's compaction) gets the same result only because the merged block comes right after them.
+A plan overtaken by a later write (a log file of the file group that the plan does not list, e.g. a delete written
+after the plan was scheduled) would put the merged block, holding older data, after that write: Java's in-order
+readers would apply it last and the deleted rows would come back (``scanInternalV2``, our reader and hudi-rs place
+it right). Java executes such a plan as it is; here the operation is left out: nothing is written for its file
+group, which the next plan picks up with all its blocks. A write landing while the plan executes is caught by the
+commit (:mod:`.committer`).
 
 While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have) holding a token
 of the attempt; the commit (:mod:`.committer`) checks it is still this attempt's.
