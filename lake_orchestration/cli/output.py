@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from lake_orchestration.cli.storage_options import redact
+from lake_orchestration.cli.storage_options import missing_credentials_hint, redact
 from lake_orchestration.errors import LakeOrchestrationError
 
 R = TypeVar("R")
@@ -102,7 +102,8 @@ def errors_rendered(ctx: click.Context) -> Iterator[None]:
     except COMMAND_ERRORS as err:
         if (ctx.find_root().obj or {}).get("verbose"):
             click.echo(redact(traceback.format_exc()).rstrip("\n"), err=True)
-        click.echo(redact(f"Error: {err}"), err=True)
+        message = f"Error: {err}"
+        click.echo(redact(message + missing_credentials_hint(message)), err=True)
         sys.exit(1)
 
 

@@ -244,3 +244,45 @@ def storage_options(fn: F) -> F:
         return fn(*args, **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+_DENIED = re.compile(r"ACCESS_DENIED|AccessDenied|\b403\b|MISSING_AUTHENTICATION_TOKEN|No credentials|NoCredentials")
+_CREDENTIAL_ENV_VARS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+_CREDENTIAL_OPTIONS = ("access_key", "secret_key", "session_token", "anonymous", "role_arn")
+
+
+def _aws_credentials_configured(options: Mapping[str, Any]) -> bool:
+    """True if this process has any AWS credential source besides an instance role: an option (``access_key``,
+    ``anonymous``, ``role_arn`` ...), a standard ``AWS_*`` variable, or a shared credentials/config file."""
+    if any(options.get(k) not in (None, "", False) for k in _CREDENTIAL_OPTIONS):
+        return True
+    if any(os.environ.get(v) for v in _CREDENTIAL_ENV_VARS):
+        return True
+    files = [
+        os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or str(Path.home() / ".aws" / "credentials"),
+        os.environ.get("AWS_CONFIG_FILE") or str(Path.home() / ".aws" / "config"),
+    ]
+    return any(Path(f).is_file() for f in files)
+
+
+def missing_credentials_hint(message: str) -> str:
+    """What to add to the error ``message`` of the running command when an S3 request was refused (403, access
+    denied) and no AWS credentials are configured at all: the usual cause in a first run, which the store's answer
+    does not say. Empty otherwise."""
+    if not re.search(r"\bs3a?://", message) or not _DENIED.search(message):
+        return ""
+    if _aws_credentials_configured(current_storage_options()):
+        return ""
+    return (
+        " -- no AWS credentials are configured for this process (no AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
+        "AWS_PROFILE in the environment, no ~/.aws/credentials, no access_key in the storage options): set the AWS_* "
+        "environment variables, or pass --storage-options-file FILE with access_key and secret_key (anonymous: true "
+        "for a public bucket), unless an instance or pod role should have answered"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -212,3 +213,59 @@ def test_batch_without_is_deleted_accepted_after_a_batch_with_deletes(tmp_path: 
                 expected[row["uuid"]] = row["fare"]
     got = hudi_rs_snapshot(table)
     assert dict(zip(got.column("uuid").to_pylist(), got.column("fare").to_pylist(), strict=True)) == expected
+
+
+# -- S3 without credentials ----------------------------------------------------------------------------------------
+@pytest.fixture
+def denying_s3() -> Iterator[str]:
+    """An S3 endpoint on 127.0.0.1 that answers every request 403 AccessDenied, as S3 answers an unsigned request
+    for a private bucket; yields its URL."""
+    import http.server
+    import threading
+
+    class Deny(http.server.BaseHTTPRequestHandler):
+        def _deny(self) -> None:
+            body = b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+            self.send_response(403)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _deny
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deny)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def test_s3_access_denied_without_credentials_says_so_and_names_the_ways(denying_s3: str, tmp_path: Path) -> None:
+    import os
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    clean.update(HOME=str(tmp_path), AWS_EC2_METADATA_DISABLED="true")  # no ~/.aws, no instance metadata
+    argv = [sys.executable, "-m", "lake_orchestration.cli.app", "table", "show", "s3://bucket/trips"]
+    argv += ["--storage-option", f"endpoint_override={denying_s3}", "--storage-option", "region=us-east-1"]
+
+    def run(env: dict[str, str]) -> str:
+        r = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, timeout=300)
+        assert r.returncode == 1 and r.stdout == ""
+        (line,) = r.stderr.splitlines()
+        assert line.startswith("Error: ") and "ACCESS_DENIED" in line and "s3://bucket/trips" in line, line
+        return line
+
+    line = run(clean)
+    assert "no AWS credentials are configured" in line
+    assert "AWS_ACCESS_KEY_ID" in line and "--storage-options-file" in line
+    # with credentials the store's refusal is the whole story: no hint (and no secret in the message)
+    line = run({**clean, "AWS_ACCESS_KEY_ID": "AKIAFIRSTHOUR", "AWS_SECRET_ACCESS_KEY": "not-a-real-secret"})
+    assert "no AWS credentials" not in line and "not-a-real-secret" not in line
