@@ -114,6 +114,7 @@ def updates(t: JavaTable, fraction: float, seed: int, offset: int) -> pa.Table:
 
 @pytest.mark.interop(
     direction="Java service → our reader + services → Java reads",
+    table="MOR partitioned",
     service="log compaction (Java) → compaction, clean, archive (ours)",
     checks="logcompaction instant; snapshot: Java = ours = hudi-rs = model before and after our services",
 )
@@ -140,6 +141,7 @@ def test_java_log_compaction_honoured(java_hudi: JavaHudi, java_table) -> None: 
 
 @pytest.mark.interop(
     direction="Java service → our reader + services → Java reads",
+    table="MOR partitioned",
     service="clustering (Java replacecommit) → compaction, clean, archive (ours)",
     checks="replaced file groups neither read, compacted nor resurrected; cleaned; snapshot Java = ours = model",
 )
@@ -168,6 +170,7 @@ def test_java_clustering_honoured(java_hudi: JavaHudi, java_table) -> None:  # t
 
 @pytest.mark.interop(
     direction="Java service → our reader + services → Java reads",
+    table="MOR partitioned",
     service="savepoint (Java) → compaction, clean, archive (ours)",
     checks="savepointed files kept (Java's time travel to the savepoint unchanged), archive stops at it, "
     "show_savepoints; snapshot Java = ours = model",
@@ -206,6 +209,7 @@ def test_java_savepoint_honoured(java_hudi: JavaHudi, java_table) -> None:  # ty
 
 @pytest.mark.interop(
     direction="Java service → our reader + services → Java reads",
+    table="MOR partitioned",
     service="rollback (Java) → compaction, clean, archive (ours)",
     checks="rolled-back deltacommit not read, not compacted; snapshot Java = ours = hudi-rs = model",
 )
