@@ -83,20 +83,31 @@ def spark_task_progress(engine: Any, what: str, *, interval_s: float = 1.0) -> I
     stop = threading.Event()
 
     def poll() -> None:
-        last: tuple[int, int] | None = None
+        reported: dict[int, tuple[int, int]] = {}  # stage id -> (done, total) last reported
         tracker = spark.sparkContext.statusTracker()
-        while not stop.wait(interval_s):
+        while True:
+            stopping = stop.wait(interval_s)
             try:
-                infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+                # the active stages, and the ones reported before (a stage that just ended shows its final count)
+                ids = sorted(set(tracker.getActiveStageIds()) | {s for s, (d, n) in reported.items() if d < n})
+                infos = [(s, tracker.getStageInfo(s)) for s in ids]
             except Exception:  # the session is stopping: progress is best effort
                 return
-            infos = [i for i in infos if i is not None]
-            if not infos:
-                continue
-            done, total = sum(i.numCompletedTasks for i in infos), sum(i.numTasks for i in infos)
-            if (done, total) != last:
-                last = (done, total)
-                log.info("%s: %d/%d Spark task(s) done", what.capitalize(), done, total, extra={"progress_line": True})
+            for stage, info in infos:
+                if info is None:
+                    continue
+                counts = (info.numCompletedTasks, info.numTasks)
+                if reported.get(stage) != counts:
+                    reported[stage] = counts
+                    log.info(
+                        "%s: Spark stage %d: %d/%d task(s) done",
+                        what.capitalize(),
+                        stage,
+                        *counts,
+                        extra={"progress_line": True},
+                    )
+            if stopping:
+                return
 
     thread = threading.Thread(target=poll, name="spark-progress", daemon=True)
     thread.start()

@@ -269,3 +269,21 @@ def test_s3_access_denied_without_credentials_says_so_and_names_the_ways(denying
     # with credentials the store's refusal is the whole story: no hint (and no secret in the message)
     line = run({**clean, "AWS_ACCESS_KEY_ID": "AKIAFIRSTHOUR", "AWS_SECRET_ACCESS_KEY": "not-a-real-secret"})
     assert "no AWS credentials" not in line and "not-a-real-secret" not in line
+
+
+@pytest.mark.spark
+def test_compaction_run_on_spark_reports_start_and_spark_task_progress(mor_table: Path) -> None:
+    """On Spark the file groups are Spark tasks: the status tracker's counts are the progress (not a terminal:
+    plain lines), stdout holds only the result."""
+    r = lake_orch("compaction", "schedule", str(mor_table), "--force")
+    assert r.returncode == 0, r.stderr
+    instant = r.stdout.split()[2]
+    r = lake_orch("compaction", "run", str(mor_table), "--spark-master", "local[2]")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith(f"Committed compaction {instant}: ") and len(r.stdout.splitlines()) == 1
+    lines = r.stderr.splitlines()
+    assert f"Compacting {instant}: 2 operation(s), 2 file group(s) in 2 partition(s), engine spark" in lines
+    stages = [x for x in lines if x.startswith("Compaction: Spark stage ")]
+    assert stages and stages[-1].endswith(" task(s) done"), lines
+    done, total = stages[-1].split(": ")[-1].split()[0].split("/")
+    assert done == total  # the last stage's final count is reported

@@ -576,6 +576,16 @@ def execute_attempt(
         detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
         raise InstantNotFoundError(table.base_uri, instant, detail)
     plan = load_plan(table, instant)
+    ops = plan.operations or ()
+    progress_log.info(
+        "Compacting %s: %d operation(s), %d file group(s) in %d partition(s), engine %s",
+        instant,
+        len(ops),
+        len({(o.partition_path, o.file_id) for o in ops}),
+        len({o.partition_path for o in ops}),
+        "local (in-process)" if engine is None else type(engine).__name__.removesuffix("Engine").lower(),
+        extra={"instant": str(instant)},
+    )
     check_base_files(table, plan)
     # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
     keep = DecodedLogs(cfg.memory_max_bytes) if engine is None else None
@@ -588,15 +598,6 @@ def execute_attempt(
         attempt.claim()
     try:
         tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
-        progress_log.info(
-            "Compacting %s: %d operation(s), %d file group(s) in %d partition(s), engine %s",
-            instant,
-            len(plan.operations or ()),
-            len(tasks),
-            len({t.partition_path for t in tasks}),
-            "local (in-process)" if engine is None else type(engine).__name__,
-            extra={"instant": str(instant), "file_groups": len(tasks)},
-        )
         # in-process, the attempt stops between tasks once another process took the plan over
         stats = run_in_process(attempt, tasks, keep) if engine is None else run_operations(tasks, engine=engine)
     except BaseException:
