@@ -68,7 +68,7 @@ MULTI_WRITER = {
     "hoodie.cleaner.policy.failed.writes": "LAZY",
     # a lock left by a killed Java writer expires (Java's default 0: never); ours judge Java's file the same way
     "hoodie.write.lock.filesystem.expire": "1",
-    "hoodie.write.lock.client.num_retries": "20",
+    "hoodie.write.lock.client.num_retries": "40",
     "hoodie.write.lock.client.wait_time_ms_between_retry": "500",
     "hoodie.client.heartbeat.interval_in_ms": str(JAVA_HEARTBEAT_MS),
     "hoodie.client.heartbeat.tolerable.misses": "2",
@@ -380,6 +380,9 @@ def test_java_writer_loop_beside_our_services_with_kills(
     while loop.is_alive() or rounds < 2:
         services.round(kill_compaction=True)  # the first plan scheduled is killed before its commit, then rerun
         rounds += 1
+        # services run periodically, not back to back: a Java writer polling the lock every 500 ms would find it
+        # held at every poll and give up (deleting the lock file on its way out, see docs/how-to/concurrency.md)
+        time.sleep(1.0)
     loop.join()
     if "error" in out:
         raise out["error"]
