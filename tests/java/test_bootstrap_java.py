@@ -164,15 +164,33 @@ def _write(java: JavaHudi, path: Path, data: pa.Table, table_type: str, operatio
     )
 
 
+def _read_cell(mode: str, table_type: str) -> Any:
+    """One interop cell per bootstrap mode and table type."""
+    kind = "MOR" if table_type == MOR else "COW"
+    return pytest.param(
+        mode,
+        table_type,
+        id=f"{mode}-{kind}",
+        marks=pytest.mark.interop(
+            direction="our writes → Java reads",
+            table=f"{kind} partitioned (bootstrapped {mode})",
+            service="bootstrap",
+            checks="snapshot = source rows"
+            + ("" if mode == "FULL_RECORD" else "; show_bootstrap_partitions / show_bootstrap_mapping list our index")
+            + ("; hudi-rs = source rows" if mode == "FULL_RECORD" else ""),
+        ),
+    )
+
+
 @pytest.mark.parametrize(
     ("mode", "table_type"),
-    [("METADATA_ONLY", COW), ("METADATA_ONLY", MOR), ("FULL_RECORD", COW), ("regex-mixed", COW), ("regex-mixed", MOR)],
-    ids=lambda v: v,
-)
-@pytest.mark.interop(
-    direction="our writes → Java reads",
-    service="bootstrap",
-    checks="snapshot = source rows; show_bootstrap_partitions / show_bootstrap_mapping list our index",
+    [
+        _read_cell("METADATA_ONLY", COW),
+        _read_cell("METADATA_ONLY", MOR),
+        _read_cell("FULL_RECORD", COW),
+        _read_cell("regex-mixed", COW),
+        _read_cell("regex-mixed", MOR),
+    ],
 )
 def test_java_reads_our_bootstrap(
     java_hudi: JavaHudi, source: tuple[Path, pa.Table], tmp_path: Path, mode: str, table_type: str
@@ -197,13 +215,23 @@ def test_java_reads_our_bootstrap(
     assert all(any(s.endswith(Path(u).name) for s in [x for _, _, x in got]) for _, _, u in ours), mapping
 
 
-@pytest.mark.parametrize("table_type", [COW, MOR])
-@pytest.mark.interop(
-    direction="our writes → Java writes on top → Java reads",
-    service="bootstrap (METADATA_ONLY)",
-    checks="Java upserts + deletes on our skeletons; snapshot = model; our reader = Java's; MOR: Java's inline log "
-    "compaction plan = ours (bootstrapFilePath)",
-)
+def _write_cell(table_type: str) -> Any:
+    """One interop cell per table type."""
+    kind = "MOR" if table_type == MOR else "COW"
+    return pytest.param(
+        table_type,
+        id=kind,
+        marks=pytest.mark.interop(
+            direction="our writes → Java writes on top → Java reads",
+            table=f"{kind} partitioned (bootstrapped METADATA_ONLY)",
+            service="bootstrap" + (", log compaction plan" if table_type == MOR else ""),
+            checks="Java upserts + deletes on our skeletons; snapshot = model; our reader = model"
+            + ("; Java's inline log compaction plan = ours (bootstrapFilePath)" if table_type == MOR else ""),
+        ),
+    )
+
+
+@pytest.mark.parametrize("table_type", [_write_cell(COW), _write_cell(MOR)])
 def test_java_writes_on_our_metadata_only_bootstrap(
     java_hudi: JavaHudi, source: tuple[Path, pa.Table], tmp_path: Path, table_type: str
 ) -> None:
@@ -266,6 +294,7 @@ def test_java_writes_on_our_metadata_only_bootstrap(
 
 @pytest.mark.interop(
     direction="Java service vs ours",
+    table="COW partitioned (bootstrapped METADATA_ONLY, FULL_RECORD)",
     service="bootstrap (index, timeline)",
     checks="Java's run_bootstrap of the same source: same hoodie.bootstrap.index.class (0.15's hfile."
     "HFileBootstrapIndex), "
