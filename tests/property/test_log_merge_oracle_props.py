@@ -338,7 +338,8 @@ def test_log_scan_failed_rolled_back_and_future_blocks_equals_oracle(
     first_failed = min(
         (i for (_, fate), i in zip(history, block_instant, strict=True) if fate == "failed"), default=None
     )
-    starts = [SLICE_BASE_INSTANT, *(i for i in instants if first_failed is None or i < first_failed)]
+    # the start is a completed instant no later than the reader's bound (the latest completed instant)
+    starts = [SLICE_BASE_INSTANT, *(i for i in instants if (first_failed is None or i < first_failed) and i <= latest)]
     timeline_start = starts[start_pick % len(starts)]
 
     # Oracle: stop at the first block after the reader's bound; keep the blocks of completed instants only.
