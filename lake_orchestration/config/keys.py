@@ -196,6 +196,21 @@ class HoodieKey(enum.Enum):
     )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
+    WRITE_CONCURRENCY_MODE = (
+        "hoodie.write.concurrency.mode",
+        "SINGLE_WRITER",
+        "SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL (the mode of the table's Java writers). lake_orchestration "
+        "always takes the table lock and checks conflicts at commit; with OPTIMISTIC_CONCURRENCY_CONTROL compaction "
+        "scheduling skips Java's single-writer check (no pending write before the plan's instant), as Java does: a "
+        "writer whose file groups a later plan covers fails its own conflict check instead.",
+    )
+    FAILED_WRITES_CLEANER_POLICY = (
+        "hoodie.cleaner.policy.failed.writes",
+        "EAGER",
+        "How Java writers roll back failed writes (EAGER: the next write rolls back every pending write; LAZY: "
+        "only writes whose heartbeat expired). `lake-orch rollback --stale` follows heartbeats either way; LAZY, "
+        "like multi-writer mode, lets compaction be scheduled beside pending writes (Java's rule).",
+    )
     # -- bootstrap (HoodieBootstrapConfig) ---------------------------------------------------------------------------
     BOOTSTRAP_MODE_SELECTOR = (
         "hoodie.bootstrap.mode.selector",
@@ -432,10 +447,6 @@ UNMODELLED_KEYS: dict[str, str] = {
     "hoodie.compaction.preserve.commit.metadata": "Compaction always preserves the commit time and sequence number "
     "(Java's default, true).",
     "hoodie.cleaner.delete.bootstrap.base.file": "Clean never deletes bootstrap source files (Java's default, false).",
-    "hoodie.cleaner.policy.failed.writes": "How Java writers roll back failed writes (EAGER or LAZY); "
-    "`lake-orch rollback --stale` follows heartbeats either way.",
-    "hoodie.write.concurrency.mode": "Java's concurrency mode; lake_orchestration always takes the table lock and "
-    "checks conflicts at commit.",
     "hoodie.write.lock.num_retries": "Java's lock provider retries; ours waits hoodie.write.lock.wait_time_ms.",
     "hoodie.write.lock.client.num_retries": "Java's lock manager retries; ours waits hoodie.write.lock.wait_time_ms.",
     "hoodie.write.lock.client.wait_time_ms_between_retry": "Java's lock manager pause; ours is "

@@ -52,6 +52,10 @@ FLINK_MAX_MEMORY_MB = "compaction.max_memory"
 """Flink's name of the merge memory budget, in MB (``FlinkOptions.COMPACTION_MAX_MEMORY``)."""
 
 
+def _upper(text: str) -> str:
+    return text.strip().upper()
+
+
 def _lower(text: str) -> str:
     return text.lower()
 
@@ -96,6 +100,10 @@ class CompactionConfig:
     refused unless this is ``false``, which deletes the metadata table first (as a Java client with that setting)."""
     lock: LockConfig = field(default_factory=LockConfig)
     """``hoodie.write.lock.*``: the table lock held while a plan is scheduled and while it is committed."""
+    concurrency_mode: str = option(HoodieKey.WRITE_CONCURRENCY_MODE, "SINGLE_WRITER", parse=_upper)
+    """``hoodie.write.concurrency.mode`` of the table's writers (see :attr:`multi_writer`)."""
+    failed_writes_policy: str = option(HoodieKey.FAILED_WRITES_CLEANER_POLICY, "EAGER", parse=_upper)
+    """``hoodie.cleaner.policy.failed.writes`` of the table's writers (see :attr:`multi_writer`)."""
 
     heartbeat_interval_ms: int = option(HoodieKey.HEARTBEAT_INTERVAL_MS, 60_000, minimum=1)
     """``hoodie.client.heartbeat.interval_in_ms``: the process executing a (log) compaction plan refreshes its
@@ -116,6 +124,14 @@ class CompactionConfig:
             page_size=self.page_size,
             dictionary_enabled=self.dictionary_enabled,
         )
+
+    @property
+    def multi_writer(self) -> bool:
+        """Writers run beside each other (``OPTIMISTIC_CONCURRENCY_CONTROL`` or the ``LAZY`` failed-writes policy):
+        scheduling skips the single-writer check that no write is pending before the plan's instant, as Java's
+        ``ScheduleCompactionActionExecutor`` does; a pending write on a file group the plan covers then fails its
+        own conflict check at commit (Java's and ours) instead of writing into a slice being compacted."""
+        return self.concurrency_mode == "OPTIMISTIC_CONCURRENCY_CONTROL" or self.failed_writes_policy == "LAZY"
 
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""

@@ -187,15 +187,20 @@ def require_mor(table: HudiTable) -> None:
         raise PlanError(f"Compaction needs a MERGE_ON_READ table; {table.base_uri} is {table.config.table_type.value}")
 
 
-def validate_instant(table: HudiTable, instant: str) -> None:
-    """The scheduling validations of ``ScheduleCompactionActionExecutor`` (single writer)."""
+def validate_instant(table: HudiTable, instant: str, *, multi_writer: bool = False) -> None:
+    """The scheduling validations of ``ScheduleCompactionActionExecutor``: with a single writer no write may be
+    pending at or before the plan's instant; with several (``multi_writer``, see
+    :attr:`CompactionConfig.multi_writer`) Java skips that check, and so do we. No completed instant and no
+    compaction may be at or after the plan's instant either way (Java checks it for a single writer only; an instant
+    made under the table lock always passes it, a given ``--instant-time`` may not)."""
     require_mor(table)
     tl = table.timeline.commits()
     pending_writes = [i for i in tl.pending() if i.action not in (Action.COMPACTION, Action.LOG_COMPACTION)]
-    if pending_writes and pending_writes[0].time <= instant:
+    if pending_writes and pending_writes[0].time <= instant and not multi_writer:
         raise PlanError(
             f"Earliest write inflight instant time must be later than compaction time: {pending_writes[0]} "
-            f"is pending at or before {instant} on {table.base_uri} (roll it back or wait for it)"
+            f"is pending at or before {instant} on {table.base_uri} (roll it back or wait for it; beside Java "
+            "writers in multi-writer mode pass their hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL)"
         )
     conflicting = [i for i in tl if (i.is_completed or i.action is Action.COMPACTION) and i.time >= instant]
     if conflicting:
@@ -274,7 +279,7 @@ def schedule_compaction(
         if instant_time:
             table.refresh()
         table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
-        validate_instant(table, instant)
+        validate_instant(table, instant, multi_writer=cfg.multi_writer)
         if not force:
             reason = trigger_reason(table, instant, cfg)
             if reason:

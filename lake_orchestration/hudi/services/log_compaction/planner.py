@@ -65,7 +65,7 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_ti
     table.refresh()
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
     instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
-    validate_instant(table, instant)
+    validate_instant(table, instant, multi_writer=cfg.multi_writer)
     view = table.fs_view()
     excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
     flt = log_compaction_plan_filter(table.timeline)
