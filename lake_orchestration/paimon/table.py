@@ -11,8 +11,9 @@ Layout (Java ``SchemaManager``, ``SnapshotManager``, ``FileStorePathFactory``)::
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,17 +176,29 @@ class PaimonTable:
         return None if snapshot_id is None else self.snapshot(snapshot_id)
 
     # -- manifests -------------------------------------------------------------------------------------------------
-    def manifest_list(self, name: str) -> tuple[ManifestFileMeta, ...]:
-        """The records of manifest list ``name``."""
-        path = self.storage.join(MANIFEST_DIR, name)
-        uri = self.storage.uri(path)
-        return manifest_file_metas(read_container(self.storage.read_bytes(path), path=uri), path=uri)
+    def manifest_list(self, name: str, *, snapshot_id: int | None = None) -> tuple[ManifestFileMeta, ...]:
+        """The records of manifest list ``name`` (``snapshot_id``: the snapshot it is read for, named in errors).
 
-    def manifest(self, name: str) -> tuple[ManifestEntry, ...]:
-        """The entries of manifest ``name``."""
+        Raises:
+            CorruptFileError: The file does not decode as a manifest list (naming it and ``snapshot_id``).
+        """
         path = self.storage.join(MANIFEST_DIR, name)
         uri = self.storage.uri(path)
-        return manifest_entries(read_container(self.storage.read_bytes(path), path=uri), path=uri)
+        data = self.storage.read_bytes(path)
+        with _in_snapshot(snapshot_id, "manifest list", "Avro container of ManifestFileMeta records"):
+            return manifest_file_metas(read_container(data, path=uri), path=uri)
+
+    def manifest(self, name: str, *, snapshot_id: int | None = None) -> tuple[ManifestEntry, ...]:
+        """The entries of manifest ``name`` (``snapshot_id``: the snapshot it is read for, named in errors).
+
+        Raises:
+            CorruptFileError: The file does not decode as a manifest (naming it and ``snapshot_id``).
+        """
+        path = self.storage.join(MANIFEST_DIR, name)
+        uri = self.storage.uri(path)
+        data = self.storage.read_bytes(path)
+        with _in_snapshot(snapshot_id, "manifest", "Avro container of ManifestEntry records"):
+            return manifest_entries(read_container(data, path=uri), path=uri)
 
     def index_manifest_records(self, snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
         """The raw records of the snapshot's index manifest (``_INDEX_TYPE``, ``_BUCKET``, ``_FILE_NAME`` ...:
@@ -193,14 +206,20 @@ class PaimonTable:
         if snapshot.index_manifest is None:
             return ()
         path = self.storage.join(MANIFEST_DIR, snapshot.index_manifest)
-        return read_container(self.storage.read_bytes(path), path=self.storage.uri(path)).records
+        data = self.storage.read_bytes(path)
+        with _in_snapshot(snapshot.id, "index manifest", "Avro container of IndexManifestEntry records"):
+            return read_container(data, path=self.storage.uri(path)).records
 
-    def _entries_of_list(self, name: str) -> list[ManifestEntry]:
-        return [e for meta in self.manifest_list(name) for e in self.manifest(meta.file_name)]
+    def _entries_of_list(self, name: str, snapshot_id: int | None = None) -> list[ManifestEntry]:
+        return [
+            e
+            for meta in self.manifest_list(name, snapshot_id=snapshot_id)
+            for e in self.manifest(meta.file_name, snapshot_id=snapshot_id)
+        ]
 
     def delta_entries(self, snapshot: Snapshot) -> tuple[ManifestEntry, ...]:
         """The entries the snapshot's commit wrote (its delta manifest list), in file order."""
-        return tuple(self._entries_of_list(snapshot.delta_manifest_list))
+        return tuple(self._entries_of_list(snapshot.delta_manifest_list, snapshot.id))
 
     def live_entries(self, snapshot: Snapshot | None = None) -> tuple[ManifestEntry, ...]:
         """The ADD entries of every live file of ``snapshot`` (default: the latest): base + delta manifest lists
@@ -213,8 +232,8 @@ class PaimonTable:
             snapshot = self.latest_snapshot()
             if snapshot is None:
                 return ()
-        entries = self._entries_of_list(snapshot.base_manifest_list)
-        entries += self._entries_of_list(snapshot.delta_manifest_list)
+        entries = self._entries_of_list(snapshot.base_manifest_list, snapshot.id)
+        entries += self._entries_of_list(snapshot.delta_manifest_list, snapshot.id)
         where = f"{self.uri} snapshot {snapshot.id}"
         merged = merge_entries(entries, where=where)
         orphans = [e for e in merged if e.kind is FileKind.DELETE]
@@ -275,6 +294,19 @@ class PaimonTable:
                 text = _partition_value_string(value)
             parts.append(f"{escape_path_name(name)}={escape_path_name(text)}")
         return self.storage.join(*parts, f"{BUCKET_PREFIX}{bucket}")
+
+
+@contextlib.contextmanager
+def _in_snapshot(snapshot_id: int | None, what: str, expected: str) -> Iterator[None]:
+    """Re-raise a :class:`CorruptFileError` (same path) saying what the file should hold and, when known, the
+    snapshot it was read for."""
+    try:
+        yield
+    except CorruptFileError as err:
+        if type(err) is not CorruptFileError:
+            raise
+        read_for = "" if snapshot_id is None else f", read for snapshot {snapshot_id}"
+        raise CorruptFileError(err.path, f"{err.detail}; expected a {what} ({expected}){read_for}") from err
 
 
 def _ids(infos: list[FileInfo], prefix: str) -> list[int]:

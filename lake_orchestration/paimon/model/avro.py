@@ -107,8 +107,20 @@ def read_container(data: bytes, *, path: str) -> AvroContainer:
 
     Raises:
         CorruptFileError: No ``Obj\\x01`` magic, a truncated header or block, a wrong sync marker, an unsupported
-            codec or a record that does not decode with the writer schema.
+            codec, a block that does not decompress or a record that does not decode with the writer schema: every
+            decode failure, whatever raised it, names ``path``.
     """
+    try:
+        return _read_container(data, path)
+    except CorruptFileError:
+        raise
+    except Exception as err:  # a corrupt file can fail anywhere in decoding (utf-8, JSON, codec, varint)
+        raise CorruptFileError(
+            path, f"expected an Avro object container file, decoding failed: {type(err).__name__}: {err}"
+        ) from err
+
+
+def _read_container(data: bytes, path: str) -> AvroContainer:
     if data[:4] != MAGIC:
         raise CorruptFileError(path, f"no Avro container magic: expected b'Obj\\x01', found {bytes(data[:4])!r}")
     pos = 4

@@ -436,24 +436,28 @@ def manifest_entries(container: AvroContainer, *, path: str) -> tuple[ManifestEn
     """The entries of a decoded manifest file.
 
     Raises:
-        CorruptFileError: A record is not a manifest entry.
+        CorruptFileError: A record is not a manifest entry (a field missing or of the wrong type).
     """
     try:
         return tuple(ManifestEntry.from_avro(r) for r in container.records)
-    except SchemaError as err:
-        raise CorruptFileError(path, str(err)) from err
+    except (SchemaError, ValueError, TypeError, KeyError, AttributeError) as err:
+        raise CorruptFileError(
+            path, f"expected a manifest of ManifestEntry records: {type(err).__name__}: {err}"
+        ) from err
 
 
 def manifest_file_metas(container: AvroContainer, *, path: str) -> tuple[ManifestFileMeta, ...]:
     """The records of a decoded manifest list.
 
     Raises:
-        CorruptFileError: A record is not a manifest file meta.
+        CorruptFileError: A record is not a manifest file meta (a field missing or of the wrong type).
     """
     try:
         return tuple(ManifestFileMeta.from_avro(r) for r in container.records)
-    except SchemaError as err:
-        raise CorruptFileError(path, str(err)) from err
+    except (SchemaError, ValueError, TypeError, KeyError, AttributeError) as err:
+        raise CorruptFileError(
+            path, f"expected a manifest list of ManifestFileMeta records: {type(err).__name__}: {err}"
+        ) from err
 
 
 def merge_entries(entries: Iterable[ManifestEntry], *, where: str) -> tuple[ManifestEntry, ...]:

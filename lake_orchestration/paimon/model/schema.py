@@ -145,6 +145,15 @@ class TableSchema:
         Raises:
             CorruptFileError: Not JSON, or a required key is missing or has the wrong type.
         """
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CorruptFileError(
+                    path,
+                    f"not UTF-8 text (byte {err.start} is {data[err.start : err.start + 1]!r}): expected the "
+                    "JSON object of a Java TableSchema",
+                ) from err
         try:
             obj = json.loads(data)
             fields = tuple(
@@ -173,7 +182,11 @@ class TableSchema:
         except CorruptFileError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise CorruptFileError(path, f"not a Paimon schema file: {type(err).__name__}: {err}") from err
+            raise CorruptFileError(
+                path,
+                f"not a Paimon schema file ({type(err).__name__}: {err}): expected the JSON object of a Java "
+                "TableSchema",
+            ) from err
 
     def field(self, name: str) -> DataField:
         """The column called ``name``.

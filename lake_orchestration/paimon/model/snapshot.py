@@ -126,9 +126,17 @@ class Snapshot:
             CorruptFileError: Not JSON, a required key missing, or an unknown ``commitKind``.
         """
         try:
-            obj = json.loads(data)
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+        except UnicodeDecodeError as err:
+            raise CorruptFileError(
+                path,
+                f"not UTF-8 text (byte {err.start} is {data[err.start : err.start + 1]!r}): expected the JSON "
+                "object of a Java Snapshot",
+            ) from err
+        try:
+            obj = json.loads(text)
         except ValueError as err:
-            raise CorruptFileError(path, f"not JSON: {err}") from err
+            raise CorruptFileError(path, f"not JSON ({err}): expected the JSON object of a Java Snapshot") from err
         if not isinstance(obj, dict):
             raise CorruptFileError(path, f"expected a JSON object, found {type(obj).__name__}")
         missing = [k for k in _REQUIRED if k not in obj]

@@ -239,8 +239,8 @@ def commit_compaction(
         writer = _ManifestWriter(table, codec)
         try:
             delta_meta = writer.manifest(entries, schema)
-            base_metas = list(table.manifest_list(latest.base_manifest_list))
-            base_metas += table.manifest_list(latest.delta_manifest_list)
+            base_metas = list(table.manifest_list(latest.base_manifest_list, snapshot_id=latest.id))
+            base_metas += table.manifest_list(latest.delta_manifest_list, snapshot_id=latest.id)
             base_name, base_size = writer.manifest_list(base_metas)
             delta_name, delta_size = writer.manifest_list([delta_meta])
             delta_records = sum(e.file.row_count if e.kind is FileKind.ADD else -e.file.row_count for e in entries)

@@ -48,9 +48,9 @@ def referenced_files(table: PaimonTable) -> tuple[set[str], set[str]]:
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
         for name in filter(None, lists):
             manifests.add(name)
-            for meta in table.manifest_list(name):
+            for meta in table.manifest_list(name, snapshot_id=snapshot_id):
                 manifests.add(meta.file_name)
-                data |= {e.file.file_name for e in table.manifest(meta.file_name)}
+                data |= {e.file.file_name for e in table.manifest(meta.file_name, snapshot_id=snapshot_id)}
         if snapshot.index_manifest:
             manifests.add(snapshot.index_manifest)
     return data, manifests
