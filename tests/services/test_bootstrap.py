@@ -586,3 +586,134 @@ def test_bootstrap_rich_types_stitched_upserted_and_compacted_keep_values(tmp_pa
             row["amt"] = decimal.Decimal("99.99")
     after = read_snapshot_table(HudiTable(table_path)).select(source_rows.column_names).sort_by("id")
     assert after.cast(source_rows.schema).to_pylist() == expected
+
+
+@pytest.mark.parametrize("crash_in", ["before_full_record", "full_record_commit"])
+def test_bootstrap_killed_after_metadata_only_commit_is_resumed_by_bootstrapping_again(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_in: str
+) -> None:
+    """Mixed mode killed once ``00000000000001`` (METADATA_ONLY) committed: ``00000000000002`` absent, or pending with
+    its base files written. Bootstrapping again with the same settings writes the FULL_RECORD half only (the
+    skeletons are kept), and the snapshot equals the source rows; a further bootstrap is refused."""
+    from lake_orchestration.hudi.services.bootstrap import service as bootstrap_service
+
+    root, rows = source
+    before = _hashes(root)
+    table_path = tmp_path / "table"
+    # short heartbeats: the killed FULL_RECORD writer's heartbeat expires quickly, as a real kill's would
+    mixed = _config(root, **_full_record_for("dt=2024-01-03"), **{HoodieKey.HEARTBEAT_INTERVAL_MS.key: "100"})
+    if crash_in == "before_full_record":
+
+        def killed(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("killed")
+
+        monkeypatch.setattr(bootstrap_service, "execute_full_record", killed)
+    else:  # the bulk insert wrote its base files, killed before its completed instant
+        real = HudiTable.transition_to_completed
+
+        def failing(self: HudiTable, instant: Instant, *args: object, **kwargs: object) -> Instant:
+            if str(instant.time) == "00000000000002":
+                raise RuntimeError("killed")
+            return real(self, instant, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(HudiTable, "transition_to_completed", failing)
+    with pytest.raises(RuntimeError, match="killed"):
+        bootstrap(str(table_path), mixed)
+    monkeypatch.undo()
+    table = HudiTable(str(table_path))
+    assert [str(i.time) for i in table.timeline.completed_commits()] == ["00000000000001"]
+    skeletons = sorted(p.name for p in table_path.rglob("*_00000000000001.parquet"))
+    if crash_in == "full_record_commit":
+        assert [str(i.time) for i in pending_bootstrap_instants(table)] == ["00000000000002"]
+        assert list(table_path.rglob("*_00000000000002.parquet"))  # the killed attempt's files
+        import time
+
+        time.sleep(0.5)  # its heartbeat expires (100 ms x 2 misses)
+
+    result = bootstrap(str(table_path), mixed)
+
+    assert result.resumed and result.plan.resume
+    assert result.full_record_instant == "00000000000002" and result.skeleton_files == 0
+    assert result.full_record_rows == len(rows[rows["dt"] == "2024-01-03"])
+    assert sorted(p.name for p in table_path.rglob("*_00000000000001.parquet")) == skeletons
+    modes = dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY) | {"2024-01-03": BootstrapMode.FULL_RECORD}
+    _check_read(table_path, rows, modes)
+    # only the resumed attempt's base files remain (the killed attempt's were rolled back)
+    full_files = {p.name for p in table_path.rglob("*_00000000000002.parquet")}
+    done = HudiTable(str(table_path)).timeline.completed().get("00000000000002")
+    assert done is not None
+    stats = HudiTable(str(table_path)).read_model(done, CommitMetadata).write_stats()
+    assert full_files == {Path(s.path).name for s in stats}
+    assert _hashes(root) == before
+    with pytest.raises(PlanError, match="already has commits"):
+        bootstrap(str(table_path), mixed)
+
+
+def test_bootstrap_resume_with_another_selection_refused(source: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    """A resume must be the bootstrap whose METADATA_ONLY half committed: another regex (other METADATA_ONLY
+    partitions than the bootstrap index holds) is refused before anything is written."""
+    from lake_orchestration.hudi.services.bootstrap import service as bootstrap_service
+
+    root, _ = source
+    table_path = tmp_path / "table"
+    with pytest.MonkeyPatch.context() as mp:
+
+        def killed(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("killed")
+
+        mp.setattr(bootstrap_service, "execute_full_record", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            bootstrap(str(table_path), _config(root, **_full_record_for("dt=2024-01-03")))
+    files = sorted(p for p in table_path.rglob("*") if p.is_file())
+    with pytest.raises(PlanError, match="selection gives 3 METADATA_ONLY file") as err:
+        bootstrap(str(table_path), _config(root, **_full_record_for("dt=2024-01-0[23]")))
+    assert str(table_path) in str(err.value)
+    assert sorted(p for p in table_path.rglob("*") if p.is_file()) == files
+
+
+def test_bootstrap_pending_metadata_only_hint_names_real_command(
+    source: tuple[Path, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal of a bootstrap over a pending ``00000000000001`` names a command that exists, and running it
+    (then bootstrapping again) gives the source rows."""
+    root, rows = source
+    table_path = tmp_path / "table"
+
+    def failing_metadata(*args: object) -> CommitMetadata:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(bootstrap_committer, "bootstrap_commit_metadata", failing_metadata)
+    with pytest.raises(RuntimeError, match="killed"):
+        bootstrap(str(table_path), _config(root))
+    monkeypatch.undo()
+    with pytest.raises(PlanError) as err:
+        bootstrap(str(table_path), _config(root))
+    command = re.search(r"lake-orch (rollback \S+ --instant-time \d+)", str(err.value))
+    assert command is not None, str(err.value)
+    r = CliRunner().invoke(cli, command.group(1).split())
+    assert r.exit_code == 0, r.output
+    bootstrap(str(table_path), _config(root))
+    _check_read(table_path, rows, dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY))
+
+
+def test_bootstrap_full_record_type_disagreement_names_both_files_and_column(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    for p, qty in (("a", pa.array([1, 2], pa.int64())), ("b", pa.array(["x", "y"]))):
+        (root / f"p={p}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [f"{p}1", f"{p}2"], "qty": qty, "p": [p, p]}), root / f"p={p}" / "f.parquet")
+    config = BootstrapConfig.from_options(
+        {
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: str(root),
+            HoodieKey.TABLE_NAME.key: "t",
+            HoodieKey.RECORDKEY_FIELD.key: "id",
+            HoodieKey.PARTITIONPATH_FIELD.key: "p",
+            HoodieKey.HIVE_STYLE_PARTITIONING.key: "true",
+            HoodieKey.BOOTSTRAP_MODE_SELECTOR.key: ModeSelector.FULL_RECORD.value,
+        }
+    )
+    with pytest.raises(PlanError) as err:
+        bootstrap(str(tmp_path / "table"), config)
+    msg = str(err.value)
+    assert "'qty'" in msg and "int64" in msg and "string" in msg
+    assert str(root / "p=a" / "f.parquet") in msg and str(root / "p=b" / "f.parquet") in msg
+    assert not (tmp_path / "table").exists()

@@ -27,6 +27,8 @@ def _print_bootstrap(result: BootstrapResult) -> None:
     if result.dry_run:
         click.echo("Dry run: nothing written.")
         return
+    if result.resumed:
+        click.echo("Resumed: 00000000000001 (METADATA_ONLY) was committed by an earlier run; its skeletons are kept")
     if result.metadata_only_instant:
         click.echo(
             f"Committed {result.metadata_only_instant} (METADATA_ONLY): {result.skeleton_files} skeleton files, "

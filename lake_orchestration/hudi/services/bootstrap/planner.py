@@ -13,17 +13,21 @@ from __future__ import annotations
 import getpass
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import PlanError, TableNotFoundError
 from lake_orchestration.hudi.model.avro.bootstrap import FilePath, FileStatus, FSPermission
-from lake_orchestration.hudi.model.instant import FULL_BOOTSTRAP_INSTANT
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
+from lake_orchestration.hudi.model.instant import FULL_BOOTSTRAP_INSTANT, METADATA_BOOTSTRAP_INSTANT
 from lake_orchestration.hudi.model.schema import META_FIELDS, arrow_to_avro_schema
 from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.base_file_reader import source_storage_and_path
 from lake_orchestration.io.hadoop_paths import qualified_path
 from lake_orchestration.io.storage import FileInfo, Storage
 
@@ -104,6 +108,9 @@ class BootstrapPlan:
     """The bootstrap schema: the writer's Avro record of the source columns (no meta fields)."""
     partitions: tuple[PartitionPlan, ...]
     """Source partitions in path order."""
+    resume: bool = False
+    """True when ``00000000000001`` (the METADATA_ONLY half) is already committed and only the FULL_RECORD half
+    ``00000000000002`` is left to write (a bootstrap killed between the two, resumed)."""
 
     def partitions_in(self, mode: BootstrapMode) -> tuple[PartitionPlan, ...]:
         return tuple(p for p in self.partitions if p.mode is mode)
@@ -120,6 +127,7 @@ class BootstrapPlan:
             "partitions": [p.to_json_obj() for p in self.partitions],
             "metadata_only_files": sum(len(p.files) for p in self.partitions_in(BootstrapMode.METADATA_ONLY)),
             "full_record_files": sum(len(p.files) for p in self.partitions_in(BootstrapMode.FULL_RECORD)),
+            "resume": self.resume,
         }
 
 
@@ -190,26 +198,110 @@ def hive_style_folders(source_path: str, partition_fields: tuple[str, ...], *, s
     return all(seg.startswith(f"{f}=") for f, seg in zip(partition_fields, segments, strict=False))
 
 
-def _check_table(base_uri: str, storage_options: dict[str, str] | None) -> None:
-    """Refuse a table that already has commits or a pending bootstrap (Java: "Active Timeline is expected to be
-    empty for bootstrap to be performed")."""
+ROLLBACK_HINT = (
+    "roll it back first: lake-orch rollback {path} --instant-time {instant} "
+    "(or rollback_bootstrap(HudiTable({path!r})) in Python)"
+)
+"""The repair of a bootstrap that failed before ``00000000000001`` committed: a real command and function."""
+
+
+def _check_table(base_uri: str, storage_options: dict[str, str] | None) -> HudiTable | None:
+    """Refuse a table that already has commits or a pending METADATA_ONLY bootstrap (Java: "Active Timeline is
+    expected to be empty for bootstrap to be performed").
+
+    Returns the table when the only commit is a completed METADATA_ONLY bootstrap ``00000000000001`` (the
+    FULL_RECORD ``00000000000002`` pending or absent: a bootstrap killed between its two halves), which
+    :func:`plan_bootstrap` resumes; None for a new or empty table.
+    """
     try:
         table = HudiTable(base_uri, storage_options=storage_options)
     except TableNotFoundError:
-        return
+        return None
     tl = table.timeline
-    done = tl.completed_commits().last
-    if done is not None:
-        raise PlanError(
-            f"Cannot bootstrap {base_uri}: the table already has commits (last {done.time}); a bootstrap needs an "
-            "empty timeline. To bootstrap again, roll the bootstrap back first"
-        )
+    commits = list(tl.completed_commits())
     pending = [i for i in tl.pending() if str(i.time) <= FULL_BOOTSTRAP_INSTANT]
+    if [str(i.time) for i in commits] == [METADATA_BOOTSTRAP_INSTANT] and all(
+        str(i.time) == FULL_BOOTSTRAP_INSTANT for i in pending
+    ):
+        meta = table.read_model(commits[0], CommitMetadata)
+        if meta.operation_type == "BOOTSTRAP":
+            return table
+    if commits:
+        raise PlanError(
+            f"Cannot bootstrap {base_uri}: the table already has commits (last {commits[-1].time}); a bootstrap "
+            "needs an empty timeline. To bootstrap again, delete the table (the source is never modified)"
+        )
     if pending:
         raise PlanError(
-            f"Cannot bootstrap {base_uri}: a failed bootstrap left {pending[0].file_name} pending; roll it back "
-            "first (rollback_bootstrap, or lake-orch rollback --instant <instant>)"
+            f"Cannot bootstrap {base_uri}: a failed bootstrap left {pending[0].file_name} pending; "
+            + ROLLBACK_HINT.format(path=base_uri, instant=pending[0].time)
         )
+    return None
+
+
+def _check_resume(table: HudiTable, plan: BootstrapPlan) -> None:
+    """A resumed bootstrap must be the one whose METADATA_ONLY half committed: same source, and its selection gives
+    the METADATA_ONLY partitions and files the bootstrap index of ``00000000000001`` holds."""
+    recorded = table.config.raw.get(HoodieKey.BOOTSTRAP_BASE_PATH.key, "")
+    if recorded != plan.source_path:
+        raise PlanError(
+            f"Cannot resume the bootstrap of {table.base_uri}: its {METADATA_BOOTSTRAP_INSTANT} was bootstrapped "
+            f"from {recorded} ({HoodieKey.BOOTSTRAP_BASE_PATH.key}), not from {plan.source_path}"
+        )
+    committed = {(fg.partition_path, uri) for fg, uri in table.bootstrap_sources().items()}
+    planned = {(p.partition_path, f.uri) for p in plan.partitions_in(BootstrapMode.METADATA_ONLY) for f in p.files}
+    if committed != planned:
+        extra = sorted(planned - committed)[:3]
+        gone = sorted(committed - planned)[:3]
+        raise PlanError(
+            f"Cannot resume the bootstrap of {table.base_uri}: its committed METADATA_ONLY half "
+            f"{METADATA_BOOTSTRAP_INSTANT} holds {len(committed)} source file(s), this bootstrap's selection gives "
+            f"{len(planned)} METADATA_ONLY file(s) (only in the selection: {extra}; only in the table: {gone}). "
+            f"Resume with the same source and {HoodieKey.BOOTSTRAP_MODE_SELECTOR.key}* settings"
+        )
+    if not plan.partitions_in(BootstrapMode.FULL_RECORD):
+        raise PlanError(
+            f"Cannot bootstrap {table.base_uri}: the table already has commits (last {METADATA_BOOTSTRAP_INSTANT}): "
+            "the bootstrap is complete (no FULL_RECORD partition to write)"
+        )
+
+
+def _first_conflict(a: pa.Schema, b: pa.Schema) -> str | None:
+    """The first column present in both schemas whose types do not unify (Arrow's permissive promotion)."""
+    for f in a:
+        if f.name in b.names and f.name not in META_FIELDS:
+            try:
+                pa.unify_schemas([pa.schema([f]), pa.schema([b.field(f.name)])], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                return f.name
+    return None
+
+
+def check_source_types(source: Storage, files: Sequence[SourceFile]) -> None:
+    """Every file's columns must have types that unify with the other files' (the FULL_RECORD rows are written as one
+    dataset of one schema). Reads the footers only.
+
+    Raises:
+        PlanError: naming the two files and the column, with both types.
+    """
+    seen: list[tuple[SourceFile, pa.Schema]] = []
+    for f in files:
+        src_storage, src_path = source_storage_and_path(source, f.uri)
+        schema = src_storage.open_parquet(src_path).schema_arrow
+        for other, other_schema in seen:
+            col = _first_conflict(other_schema, schema)
+            if col is not None:
+                raise PlanError(
+                    f"Bootstrap source files disagree on the type of column {col!r}: {other.uri} has "
+                    f"{other_schema.field(col).type}, {f.uri} has {schema.field(col).type}; FULL_RECORD writes "
+                    "them as one dataset, so the types must be the same (or widen: int32 -> int64)"
+                )
+        if not any(_same_types(schema, s) for _, s in seen):  # one file per distinct schema is enough
+            seen.append((f, schema))
+
+
+def _same_types(a: pa.Schema, b: pa.Schema) -> bool:
+    return a.remove_metadata().equals(b.remove_metadata())
 
 
 def _check_partition_folder(source: Storage, folder: str, config: BootstrapConfig) -> None:
@@ -240,7 +332,8 @@ def plan_bootstrap(
 
     Raises:
         PlanError: no source path, no ``.parquet`` file under it, the key or partition fields are not source
-            columns, or the table already has commits (or a pending bootstrap).
+            columns, FULL_RECORD source files disagree on a column's type, the table already has commits (or a
+            pending METADATA_ONLY bootstrap), or a resumed bootstrap's selection is not the committed one.
         StorageError: the source cannot be listed or read.
     """
     if not config.source_path:
@@ -251,7 +344,7 @@ def plan_bootstrap(
         raise PlanError(
             f"Cannot bootstrap {base_uri}: record key field(s) (hoodie.datasource.write.recordkey.field) are required"
         )
-    _check_table(base_uri, storage_options)
+    resume = _check_table(base_uri, storage_options)
     source = Storage(config.source_path, options=storage_options)
     table_storage = Storage(base_uri, options=storage_options)
     src_root = source.base_path.rstrip("/") + "/"
@@ -275,11 +368,16 @@ def plan_bootstrap(
     for p, _ in folders:
         _check_partition_folder(source, p, config)
     schema = arrow_to_avro_schema(pa.schema(columns), table_name=config.write.table_name)
-    return BootstrapPlan(
+    plan = BootstrapPlan(
         table_uri=base_uri,
         source_path=source.uri(source.base_path),
         schema=schema,
         partitions=tuple(
             PartitionPlan(partition_path=p, mode=config.mode_of(p), files=tuple(files)) for p, files in folders
         ),
+        resume=resume is not None,
     )
+    if resume is not None:
+        _check_resume(resume, plan)
+    check_source_types(source, [f for p in plan.partitions_in(BootstrapMode.FULL_RECORD) for f in p.files])
+    return plan

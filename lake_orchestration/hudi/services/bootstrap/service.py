@@ -3,8 +3,12 @@
 Mirrors Hudi 0.14/0.15 ``SparkBootstrapCommitActionExecutor.execute``: the table must have no commit; the
 METADATA_ONLY partitions are bootstrapped and committed first (``00000000000001``), then the FULL_RECORD ones
 (``00000000000002``). The new table's ``hoodie.properties`` records ``hoodie.bootstrap.base.path`` and
-``hoodie.bootstrap.index.class``. A crash leaves a pending instant that
-:func:`~lake_orchestration.hudi.services.bootstrap.rollback.rollback_bootstrap` rolls back.
+``hoodie.bootstrap.index.class``. A crash before ``00000000000001`` commits leaves it pending:
+:func:`~lake_orchestration.hudi.services.bootstrap.rollback.rollback_bootstrap` rolls it back. A crash after it
+committed (``00000000000002`` pending or not started) is resumed by bootstrapping again with the same settings: the
+plan is checked against the committed bootstrap index, a pending ``...02`` whose heartbeat expired is rolled back,
+and the FULL_RECORD half is written (Java instead restores the whole table to its initial state before bootstrapping
+again; resuming keeps the committed, already readable METADATA_ONLY half).
 """
 
 from __future__ import annotations
@@ -14,17 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from lake_orchestration.config.keys import TABLE_CONFIG_PREFIX, HoodieKey
+from lake_orchestration.config.options import HeartbeatConfig
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import TableNotFoundError
+from lake_orchestration.errors import PlanError, TableNotFoundError
 from lake_orchestration.hudi.hfile.bootstrap_index import BOOTSTRAP_INDEX_CLASS
-from lake_orchestration.hudi.model.instant import METADATA_BOOTSTRAP_INSTANT
+from lake_orchestration.hudi.model.instant import FULL_BOOTSTRAP_INSTANT, METADATA_BOOTSTRAP_INSTANT
 from lake_orchestration.hudi.model.properties import new_table_properties
 from lake_orchestration.hudi.services.bootstrap.committer import commit_metadata_only
 from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode
 from lake_orchestration.hudi.services.bootstrap.executor import execute_full_record, execute_metadata_only
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan, plan_bootstrap
+from lake_orchestration.hudi.services.rollback import rollback_write
+from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.heartbeat import Heartbeat
+from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +52,9 @@ class BootstrapResult:
     """Base files the FULL_RECORD bulk insert wrote."""
     full_record_rows: int = 0
     """Rows the FULL_RECORD bulk insert wrote."""
+    resumed: bool = False
+    """True if ``00000000000001`` had been committed by an earlier, killed run and only the FULL_RECORD half was
+    written."""
 
     def to_json_obj(self) -> dict[str, Any]:
         """The result as ``lake-orch bootstrap --json`` prints it (the plan, plus what was committed)."""
@@ -56,6 +66,7 @@ class BootstrapResult:
             "skeleton_files": self.skeleton_files,
             "full_record_base_files": self.full_record_base_files,
             "full_record_rows": self.full_record_rows,
+            "resumed": self.resumed,
         }
 
 
@@ -128,7 +139,9 @@ def bootstrap(
     table = _open_table(base_uri, plan, config, opts)
     metadata_instant = None
     skeletons = 0
-    if plan.partitions_in(BootstrapMode.METADATA_ONLY):
+    if plan.resume:
+        _roll_back_failed_full_record(table, config)
+    elif plan.partitions_in(BootstrapMode.METADATA_ONLY):
         heartbeat = Heartbeat(
             table.storage, METADATA_BOOTSTRAP_INSTANT, interval_ms=config.write.heartbeat_interval_ms
         ).start()
@@ -149,4 +162,31 @@ def bootstrap(
         skeleton_files=skeletons,
         full_record_base_files=len(full.files_written) if full is not None else 0,
         full_record_rows=full.inserted if full is not None else 0,
+        resumed=plan.resume,
     )
+
+
+def _roll_back_failed_full_record(table: HudiTable, config: BootstrapConfig) -> None:
+    """Before a resumed FULL_RECORD half: roll back the pending ``00000000000002`` of the killed run (its files and
+    markers), unless its heartbeat says the run is still alive.
+
+    Raises:
+        PlanError: ``00000000000002`` is pending and its writer's heartbeat is fresh (a bootstrap is running).
+    """
+    pending = table.refresh().timeline.get(FULL_BOOTSTRAP_INSTANT)
+    if pending is None or pending.is_completed:
+        return
+    beats = HeartbeatConfig.from_options(config.write.options, service="bootstrap")
+    liveness = attempt_liveness(
+        table.storage,
+        FULL_BOOTSTRAP_INSTANT,
+        inflight_path=table.instant_path(pending),
+        interval_ms=beats.interval_ms,
+        tolerable_misses=beats.tolerable_misses,
+    )
+    if liveness.alive:
+        raise PlanError(
+            f"Cannot resume the bootstrap of {table.base_uri}: its FULL_RECORD half {pending.file_name} is still "
+            f"being written ({liveness.describe()}); wait for it, or resume after the heartbeat expired"
+        )
+    rollback_write(table, FULL_BOOTSTRAP_INSTANT, config=RollbackConfig(lock=config.write.lock, heartbeat=beats))
