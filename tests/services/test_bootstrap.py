@@ -717,3 +717,97 @@ def test_bootstrap_full_record_type_disagreement_names_both_files_and_column(tmp
     assert "'qty'" in msg and "int64" in msg and "string" in msg
     assert str(root / "p=a" / "f.parquet") in msg and str(root / "p=b" / "f.parquet") in msg
     assert not (tmp_path / "table").exists()
+
+
+def _partition_by_source(root: Path) -> pa.Table:
+    """Spark's ``partitionBy("city")`` output: ``city=<v>/part-*.parquet`` files without a ``city`` column (one value
+    needs escaping, one is Spark's null partition); returns the files' rows (no ``city``)."""
+    parts = []
+    for n, city in enumerate(("sf", "new york", "__HIVE_DEFAULT_PARTITION__")):
+        folder = root / f"city={city.replace(' ', '%20')}"
+        folder.mkdir(parents=True)
+        for f in range(2):
+            t = pa.table(
+                {"id": [f"k{n}{f}{i}" for i in range(4)], "ts": [1, 2, 3, 4], "v": [0.5 * i for i in range(4)]}
+            )
+            pq.write_table(t, folder / f"part-{f:05d}.parquet")
+            parts.append(t)
+    return pa.concat_tables(parts)
+
+
+def _partition_by_config(root: Path, **extra: str) -> BootstrapConfig:
+    return BootstrapConfig.from_options(
+        {
+            HoodieKey.BOOTSTRAP_BASE_PATH.key: str(root),
+            HoodieKey.TABLE_NAME.key: "trips",
+            HoodieKey.RECORDKEY_FIELD.key: "id",
+            HoodieKey.WRITE_PRECOMBINE_FIELD.key: "ts",
+            HoodieKey.PARTITIONPATH_FIELD.key: "city",
+            HoodieKey.HIVE_STYLE_PARTITIONING.key: "true",
+            HoodieKey.WRITE_TABLE_TYPE.key: "MERGE_ON_READ",
+            **extra,
+        }
+    )
+
+
+@pytest.mark.parametrize("selection", ["METADATA_ONLY", "regex-mixed"])
+def test_bootstrap_partition_by_source_takes_partition_column_from_folder(tmp_path: Path, selection: str) -> None:
+    """Spark ``partitionBy`` output (no partition column in the files): METADATA_ONLY reads only the key columns,
+    places records by folder; the snapshot has ``city`` from the folder as a string, as pyarrow's hive partition
+    discovery (strings, the oracle here) and Java read it; an upsert and a compaction keep it."""
+    import pyarrow.dataset as ds
+
+    root = tmp_path / "src"
+    _partition_by_source(root)
+    want = ds.dataset(
+        root, format="parquet", partitioning=ds.HivePartitioning.discover(infer_dictionary=False)
+    ).to_table()
+    want = want.set_column(
+        want.schema.get_field_index("city"),
+        "city",
+        pa.array(
+            [
+                None if c == "__HIVE_DEFAULT_PARTITION__" else c
+                for c in want.column("city").cast(pa.string()).to_pylist()
+            ]
+        ),
+    )
+    extra = _full_record_for("city=sf") if selection == "regex-mixed" else {}
+    table_path = str(tmp_path / "table")
+    result = bootstrap(table_path, _partition_by_config(root, **extra))
+
+    assert [p.partition_path for p in result.plan.partitions] == [
+        "city=__HIVE_DEFAULT_PARTITION__",
+        "city=new%20york",
+        "city=sf",
+    ]
+    assert json.loads(result.plan.schema_json)["fields"][-1]["name"] == "city"
+    got = read_snapshot_table(HudiTable(table_path))
+    assert got.column_names[5:] == ["id", "ts", "v", "city"]
+    assert got.schema.field("city").type == pa.string()
+    assert sorted(got.select(["id", "ts", "v", "city"]).to_pylist(), key=lambda r: r["id"]) == sorted(
+        want.select(["id", "ts", "v", "city"]).to_pylist(), key=lambda r: r["id"]
+    )
+    for r in got.to_pylist():
+        assert r["_hoodie_partition_path"] == "city=" + (
+            "__HIVE_DEFAULT_PARTITION__" if r["city"] is None else r["city"].replace(" ", "%20")
+        ), r
+
+    update = pa.table({"id": ["k000"], "ts": [9], "v": [99.0], "city": ["sf"]})
+    write_table(table_path, update, operation="upsert", options=WriteOptions())
+    table = HudiTable(table_path)
+    execute_compaction(table, str(schedule_compaction(table, force=True).instant))
+    after = {
+        r["id"]: r for r in read_snapshot_table(HudiTable(table_path)).select(["id", "ts", "v", "city"]).to_pylist()
+    }
+    model = {r["id"]: r for r in want.select(["id", "ts", "v", "city"]).to_pylist()} | {"k000": update.to_pylist()[0]}
+    assert after == model
+
+
+def test_bootstrap_non_hive_folders_without_partition_column_refused(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    (root / "sf").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["a"], "ts": [1]}), root / "sf" / "f.parquet")
+    config = _partition_by_config(root, **{HoodieKey.HIVE_STYLE_PARTITIONING.key: "false"})
+    with pytest.raises(PlanError, match=r"partition field\(s\) \['city'\] are not columns .* not hive-style"):
+        bootstrap(str(tmp_path / "table"), config)

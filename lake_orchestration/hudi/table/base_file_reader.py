@@ -5,7 +5,9 @@ A skeleton (``<fileId>_<token>_00000000000001.parquet``) holds only the five ``_
 in the order of the source file it stands for (:attr:`BaseFile.bootstrap_source`); the record's data columns are
 read from the source file, outside the table. Mirrors the stitching of Java's ``HoodieBootstrapRecordIterator`` /
 ``BootstrapOperator`` read path: meta columns of row *i* of the skeleton next to the data columns of row *i* of the
-source.
+source. A hive-style source (Spark's ``partitionBy`` output: ``city=sf/part-0.parquet`` without a ``city`` column)
+gets its partition columns from the folder, as Java's read does (Spark's partition discovery with type inference off:
+string values, ``__HIVE_DEFAULT_PARTITION__`` null), after the source's columns.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from typing import Protocol
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,6 +38,30 @@ class BaseFileReadable(Protocol):
     def iter_batches(self, batch_size: int = ..., columns: Sequence[str] | None = ...) -> Iterator[pa.RecordBatch]: ...
 
     def read(self, columns: Sequence[str] | None = ...) -> pa.Table: ...
+
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+"""Spark's/Hive's folder value of a null partition value."""
+
+
+def hive_partition_values(partition_path: str) -> list[tuple[str, str | None]]:
+    """(column, value) of every ``<column>=<value>`` segment of ``partition_path``, as Spark's partition discovery
+    reads folder names (``ExternalCatalogUtils.unescapePathName``; the default partition is null)."""
+    out: list[tuple[str, str | None]] = []
+    for seg in partition_path.split("/") if partition_path else []:
+        name, eq, value = seg.partition("=")
+        if eq and name:
+            text = unquote(value)
+            out.append((unquote(name), None if text == HIVE_DEFAULT_PARTITION else text))
+    return out
+
+
+def with_folder_partition_columns(data: pa.Table, partition_path: str) -> pa.Table:
+    """``data`` with the hive-style partition columns of ``partition_path`` it lacks appended (string, constant)."""
+    for name, value in hive_partition_values(partition_path):
+        if name not in data.column_names:
+            data = data.append_column(pa.field(name, pa.string()), pa.array([value] * data.num_rows, pa.string()))
+    return data
 
 
 @functools.lru_cache(maxsize=16)
@@ -68,7 +94,17 @@ class BootstrapBaseFile:
             other records), naming both.
     """
 
-    def __init__(self, skeleton: pq.ParquetFile, source: pq.ParquetFile, *, skeleton_uri: str, source_uri: str) -> None:
+    def __init__(
+        self,
+        skeleton: pq.ParquetFile,
+        source: pq.ParquetFile,
+        *,
+        skeleton_uri: str,
+        source_uri: str,
+        partition_path: str = "",
+    ) -> None:
+        """``partition_path``: the skeleton's partition (= source folder); its hive-style columns that the source
+        lacks are appended with the folder's values."""
         self._skeleton = skeleton
         self._source = source
         if skeleton.metadata.num_rows != source.metadata.num_rows:
@@ -81,7 +117,10 @@ class BootstrapBaseFile:
         data = [f for f in source.schema_arrow if f.name not in META_FIELDS]
         self._meta_names = [f.name for f in meta]
         self._data_names = [f.name for f in data]
-        self._schema = pa.schema(meta + data)
+        names = {f.name for f in meta + data}
+        self._folder_values = {n: v for n, v in hive_partition_values(partition_path) if n not in names}
+        folder = [pa.field(n, pa.string()) for n in self._folder_values]
+        self._schema = pa.schema(meta + data + folder)
 
     @property
     def schema_arrow(self) -> pa.Schema:
@@ -98,8 +137,25 @@ class BootstrapBaseFile:
         wanted = set(columns)
         return [c for c in self._meta_names if c in wanted], [c for c in self._data_names if c in wanted]
 
+    def _folder(self, columns: Sequence[str] | None) -> list[str]:
+        return [n for n in self._folder_values if columns is None or n in columns]
+
     def iter_batches(self, batch_size: int = 131_072, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Batches of the stitched rows (row ``i`` of the skeleton next to row ``i`` of the source)."""
+        """Batches of the stitched rows (row ``i`` of the skeleton next to row ``i`` of the source, then the folder's
+        partition columns the source lacks)."""
+        folder = self._folder(columns)
+        if not folder:
+            yield from self._stitched(batch_size, columns)
+            return
+        meta, data = self._split(columns)
+        # at least one stored column to count rows by (dropped when not asked for)
+        stored = [*meta, *data] or self._meta_names[:1]
+        for batch in self._stitched(batch_size, stored):
+            arrays = [batch.column(n) for n in (*meta, *data)]
+            arrays += [pa.array([self._folder_values[n]] * batch.num_rows, pa.string()) for n in folder]
+            yield pa.RecordBatch.from_arrays(arrays, names=[*meta, *data, *folder])
+
+    def _stitched(self, batch_size: int, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
         meta, data = self._split(columns)
         if not data:
             yield from self._skeleton.iter_batches(batch_size=batch_size, columns=meta)
@@ -119,7 +175,7 @@ class BootstrapBaseFile:
         batches = list(self.iter_batches(columns=columns))
         if batches:
             return pa.Table.from_batches(batches)
-        return pa.schema([self._schema.field(n) for n in (*meta, *data)]).empty_table()
+        return pa.schema([self._schema.field(n) for n in (*meta, *data, *self._folder(columns))]).empty_table()
 
 
 class _Aligned:
@@ -162,4 +218,5 @@ def open_base_file(storage: Storage, base_file: BaseFile) -> BaseFileReadable:
         source,
         skeleton_uri=storage.uri(storage.join(base_file.relative_path)),
         source_uri=base_file.bootstrap_source,
+        partition_path=base_file.partition_path,
     )

@@ -43,7 +43,7 @@ from lake_orchestration.hudi.model.schema import META_FIELDS, PARTITION_PATH, RE
 from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, BootstrapMode
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan, SourceFile
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.base_file_reader import source_storage_and_path
+from lake_orchestration.hudi.table.base_file_reader import source_storage_and_path, with_folder_partition_columns
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, ParquetWriteConfig
@@ -236,12 +236,14 @@ def execute_metadata_only(
     return MetadataOnlyExecution(inflight=inflight, writes=tuple(writes))
 
 
-def read_source_rows(table: HudiTable, files: Sequence[SourceFile]) -> pa.Table:
-    """The rows of ``files``, in order (the FULL_RECORD input; ``SparkParquetBootstrapDataProvider``)."""
+def read_source_rows(table: HudiTable, files: Sequence[SourceFile], *, partition_path: str = "") -> pa.Table:
+    """The rows of ``files`` of the source partition ``partition_path``, in order (the FULL_RECORD input;
+    ``SparkParquetBootstrapDataProvider``, which reads them with Spark's partition discovery: hive-style partition
+    columns the files lack come from the folder, as strings)."""
     parts = []
     for f in files:
         src_storage, src_path = source_storage_and_path(table.storage, f.uri)
-        parts.append(src_storage.open_parquet(src_path).read())
+        parts.append(with_folder_partition_columns(src_storage.open_parquet(src_path).read(), partition_path))
     data = pa.concat_tables(parts, promote_options="permissive")
     return data.drop_columns([c for c in data.column_names if c in META_FIELDS])
 
@@ -253,12 +255,16 @@ def execute_full_record(
 
     The writer runs its own commit protocol, so this step commits too.
     """
-    files = [f for p in plan.partitions_in(BootstrapMode.FULL_RECORD) for f in p.files]
-    if not files:
+    partitions = plan.partitions_in(BootstrapMode.FULL_RECORD)
+    if not partitions:
         return None
+    rows = pa.concat_tables(
+        [read_source_rows(table, p.files, partition_path=p.partition_path) for p in partitions],
+        promote_options="permissive",
+    )
     return write_table(
         table.base_uri,
-        read_source_rows(table, files),
+        rows,
         operation=WriteOperation.BULK_INSERT,
         options=config.write,
         storage_options=table.storage.options,

@@ -359,14 +359,24 @@ def plan_bootstrap(
     first = folders[0][1][0]
     arrow = source.open_parquet(first.path).schema_arrow
     columns = [f for f in arrow if f.name not in META_FIELDS]
-    missing = [f for f in (*config.write.record_key_fields, *config.write.partition_fields) if f not in arrow.names]
-    if missing:
+    missing_keys = [f for f in config.write.record_key_fields if f not in arrow.names]
+    if missing_keys:
         raise PlanError(
-            f"Cannot bootstrap from {source.uri(first.path)}: key/partition field(s) {missing} are not columns of "
+            f"Cannot bootstrap from {source.uri(first.path)}: record key field(s) {missing_keys} are not columns of "
             f"the source files (columns: {arrow.names})"
         )
     for p, _ in folders:
         _check_partition_folder(source, p, config)
+    # Spark's partitionBy output: hive-style folders hold the partition values, the files lack the columns. Java
+    # takes them from the folder (Spark's partition discovery, type inference off: strings, after the file columns)
+    from_folder = [f for f in config.write.partition_fields if f not in arrow.names]
+    if from_folder and not config.write.hive_style_partitioning:
+        raise PlanError(
+            f"Cannot bootstrap from {source.uri(first.path)}: partition field(s) {from_folder} are not columns of "
+            f"the source files (columns: {arrow.names}) and the folders are not hive-style <field>=<value> folders "
+            "they could be read from"
+        )
+    columns += [pa.field(f, pa.string()) for f in from_folder]
     schema = arrow_to_avro_schema(pa.schema(columns), table_name=config.write.table_name)
     plan = BootstrapPlan(
         table_uri=base_uri,
