@@ -264,7 +264,10 @@ def test_merge_deduplicate_last_row_per_key_retraction_kept_or_dropped() -> None
 
 
 def test_merge_first_row_keeps_the_oldest_row_and_ignores_retractions() -> None:
-    assert _merge(ROWS, MergeEngine.FIRST_ROW) == [(1, 1, 0, 1, "first"), (2, 5, 0, 20, "x"), (3, 2, 0, 3, "c")]
+    expected = [(1, 1, 0, 1, "first"), (2, 5, 0, 20, "x"), (3, 2, 0, 3, "c")]
+    assert _merge(ROWS, MergeEngine.FIRST_ROW, **{"ignore-delete": "true"}) == expected
+    with pytest.raises(PlanError, match="ignore-delete"):  # Java's FirstRowMergeFunction refuses -D/-U without it
+        _merge(ROWS, MergeEngine.FIRST_ROW)
 
 
 def test_merge_partial_update_non_null_fields_overwrite_retraction_needs_an_option() -> None:
@@ -276,7 +279,8 @@ def test_merge_partial_update_non_null_fields_overwrite_retraction_needs_an_opti
     ]
     with pytest.raises(PlanError, match="ignore-delete"):
         _merge(ROWS, MergeEngine.PARTIAL_UPDATE)
-    assert _merge(ROWS, MergeEngine.PARTIAL_UPDATE, **{"ignore-delete": "true"})[1] == (2, 7, 0, 20, "x")
+    # an ignored retraction does not take the sequence number (Java's latestSequenceNumber)
+    assert _merge(ROWS, MergeEngine.PARTIAL_UPDATE, **{"ignore-delete": "true"})[1] == (2, 5, 0, 20, "x")
     removed = _merge(ROWS, MergeEngine.PARTIAL_UPDATE, drop_delete=True,
                      **{"partial-update.remove-record-on-delete": "true"})  # fmt: skip
     assert [r[0] for r in removed] == [1, 3]
