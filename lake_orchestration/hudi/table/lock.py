@@ -29,7 +29,8 @@ Differences from Java, all on the safe side:
   ``hoodie.write.lock.filesystem.expire`` minutes, as Java decides; with Java's default ``0`` it never expires.
 - A takeover moves the stale file away atomically (rename), checks that what it moved is still the stale lock it
   judged, then creates its own lock and re-reads it to verify ownership; release deletes the file only if it is
-  still ours (Java deletes unconditionally).
+  still ours (Java deletes unconditionally). A holder whose heartbeat, check or release finds the file moved aside
+  by such a takeover waits for the taker's decision (the file put back, or taken) before judging its lock lost.
 - Java's check-then-create can truncate a lock file we have just created (its check ran before our create): we
   create the file with its content at once (a hard link of a written temporary file), wait
   :data:`RACE_SETTLE_MS`, and hold the lock only if the file still has our content; else the Java writer believes
@@ -362,9 +363,29 @@ class _Held:
             except Exception:  # boundary of a daemon thread: never die silently, keep beating
                 log.exception("Heartbeat of table lock %s failed", self.info.path)
 
+    def _read_current(self) -> LockInfo | None:
+        """The lock file as its holder must judge it. Locally a takeover attempt moves the file aside to judge it
+        (:func:`_try_take_over`) and puts it back if it was refreshed: while such a moved file exists the lock is
+        neither ours nor gone, so wait until the taker decided (bounded by the heartbeat interval), then read."""
+        current = _read(self.storage, self.path, self.cfg)
+        if current is not None or not self.storage.is_local:
+            return current
+        deadline = time.monotonic() + max(1.0, self.cfg.heartbeat_interval_ms / 1000)
+        while _takeover_in_progress(self.path) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return _read(self.storage, self.path, self.cfg)
+
     def beat(self) -> None:
         """Refresh the lock file's mtime if it is still ours; otherwise record that the lock was lost."""
-        current = _read(self.storage, self.path, self.cfg)
+        current = self._read_current()
+        if current is not None and current.token == self.info.token and self.storage.is_local:
+            try:
+                os.utime(self.path, None)
+            except FileNotFoundError:
+                # moved aside by a takeover attempt right after our read: judge it once the taker decided
+                current = self._read_current()
+                if current is not None and current.token == self.info.token:
+                    os.utime(self.path, None)
         if current is None or current.token != self.info.token:
             if not self.lost:
                 holder = "deleted" if current is None else f"now held by {current.owner} ({current.operation})"
@@ -378,9 +399,7 @@ class _Held:
                     holder,
                 )
             return
-        if self.storage.is_local:
-            os.utime(self.path, None)
-        else:
+        if not self.storage.is_local:
             self.storage.write_bytes(self.path, self.content)
         self.confirmed = time.monotonic()
 
@@ -408,7 +427,7 @@ class _Held:
             self._beat_thread.join(timeout=10)
         if not self.cfg.uses_file:
             return
-        current = _read(self.storage, self.path, self.cfg)
+        current = self._read_current()
         if current is not None and current.token == self.info.token:
             self.storage.delete_file(self.path, missing_ok=True)
         elif not self.lost:
@@ -417,6 +436,16 @@ class _Held:
 
 _HELD: dict[str, _Held] = {}
 _HELD_GUARD = threading.Lock()
+
+
+def _takeover_in_progress(path: str) -> bool:
+    """True while a local takeover attempt holds the lock file moved aside (``<lock>.<uuid>.tmp``) to judge it."""
+    folder, name = os.path.split(path)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return False
+    return any(n.startswith(f"{name}.") and n.endswith(".tmp") and len(n) == len(name) + 37 for n in names)
 
 
 def _try_take_over(storage: Storage, path: str, stale: LockInfo, cfg: LockConfig) -> bool:
