@@ -14,7 +14,13 @@ from typing import Any
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
-_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(), "float64": pa.float64()}
+_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "string": pa.string(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+}
 
 
 def _catalog(warehouse: str) -> Any:
