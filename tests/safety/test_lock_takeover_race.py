@@ -142,3 +142,50 @@ def test_holder_checking_while_the_takeover_judges_the_moved_file_keeps_the_lock
         assert current is not None and current.token == info.token
         assert _leftovers(table_path / ".hoodie") == []
     assert not lock_file.exists()
+
+
+def test_holder_refresh_landing_inside_a_justified_takeover_reports_the_lock_lost(
+    table_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder really was stale: its heartbeat read the lock as its own, then the taker moved the file aside
+    before the holder's refresh (utime) landed. The takeover goes through; the holder must report the lock lost
+    (TableLockLostError, not a bare FileNotFoundError) and exactly one process holds it."""
+    holder_table, taker_table = HudiTable(str(table_path)), HudiTable(str(table_path))
+    lock_file = table_path / ".hoodie" / "lock"
+    real_rename, real_utime = os.rename, os.utime
+    renamed = threading.Event()
+    taken: list[Any] = []
+
+    def taker() -> None:
+        storage, path = lock.lock_storage(taker_table, CFG)
+        taken.append(lock._attempt(taker_table, storage, path, "taker", CFG))
+
+    def rename_signalling(src: Any, dst: Any) -> None:
+        real_rename(src, dst)
+        if str(src) == str(lock_file):
+            renamed.set()
+
+    with table_lock(holder_table, operation="holder", config=CFG):
+        held = _held(holder_table)
+        taker_thread = threading.Thread(target=taker, name="taker")
+
+        def utime_after_the_takers_rename(path: Any, *args: Any, **kwargs: Any) -> None:
+            if str(path) == str(lock_file) and not taker_thread.is_alive() and not taken:
+                taker_thread.start()
+                assert renamed.wait(10), "the taker never moved the lock file"
+            real_utime(path, *args, **kwargs)
+
+        _paused(lock_file)
+        monkeypatch.setattr(lock.os, "rename", rename_signalling)
+        monkeypatch.setattr(lock.os, "utime", utime_after_the_takers_rename)
+        with pytest.raises(lock.TableLockLostError):
+            held.ensure_held()
+        taker_thread.join(10)
+        monkeypatch.setattr(lock.os, "utime", real_utime)
+        monkeypatch.setattr(lock.os, "rename", real_rename)
+        (result,) = taken
+        assert isinstance(result, lock._Held), "a justified takeover did not take the lock"
+        current = read_lock(taker_table, CFG)
+        assert current is not None and current.token == result.info.token
+        result.release()
+    assert not lock_file.exists()
