@@ -272,3 +272,16 @@ def s3_env(s3: S3Bucket, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
     for k, v in s3.env.items():
         monkeypatch.setenv(k, v)
     return s3
+
+
+@pytest.fixture
+def proxy(s3: S3Bucket) -> Iterator[Any]:
+    """The fault-injecting proxy (:class:`tests.objectstore.fault_proxy.FaultProxy`) in front of this test's S3
+    server: clients given its ``endpoint`` reach the store through it."""
+    from tests.objectstore.fault_proxy import FaultProxy
+
+    p = FaultProxy(s3.endpoint).start()
+    try:
+        yield p
+    finally:
+        p.stop()

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tarfile
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,16 +42,6 @@ from tests.trips import trips_options
 
 COMMIT_FILE = r"/\.hoodie/\d{17}\.commit$"
 """The completed instant of a COPY_ON_WRITE write (not ``.commit.requested``/``.inflight``)."""
-
-
-@pytest.fixture
-def proxy(s3: S3Bucket) -> Iterator[FaultProxy]:
-    """The fault proxy in front of this test's S3 server."""
-    p = FaultProxy(s3.endpoint).start()
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 def _via(s3: S3Bucket, proxy: FaultProxy) -> dict[str, str]:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,15 +18,6 @@ from tests.conftest import REPO_ROOT
 from tests.objectstore.conftest import S3Bucket
 from tests.objectstore.fault_proxy import Fault, FaultProxy
 from tests.trips import trips_options
-
-
-@pytest.fixture
-def proxy(s3: S3Bucket) -> Iterator[FaultProxy]:
-    p = FaultProxy(s3.endpoint).start()
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 def _outage_once_locked(s3: S3Bucket, uri: str, proxy: FaultProxy, stop: threading.Event) -> None:
