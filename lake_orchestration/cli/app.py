@@ -7,6 +7,7 @@ The commands live in :mod:`lake_orchestration.cli.commands`, what they print goe
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from typing import Any
@@ -46,13 +47,18 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 class _BriefFormatter(logging.Formatter):
     """Without ``--verbose`` a logged exception (a failed lock release, heartbeat or clean-up after the command's own
-    error) is one line, its type and message: the tracebacks are for ``--verbose``."""
+    error) is one line, its type and message: the tracebacks are for ``--verbose``. A traceback already rendered on
+    the record (the secrets filter renders and redacts it) is replaced by its redacted one-line form."""
 
-    def formatException(self, ei: Any) -> str:
-        return f"  ({ei[0].__name__}: {ei[1]})" if ei and ei[0] is not None else ""
-
-    def formatStack(self, stack_info: str) -> str:
-        return ""
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info:
+            brief = getattr(record, "brief_exc_text", None)
+            if brief is None and record.exc_info and record.exc_info[0] is not None:
+                brief = f"{record.exc_info[0].__name__}: {record.exc_info[1]}"
+            record = copy.copy(record)
+            record.exc_info, record.stack_info = None, None
+            record.exc_text = f"  ({brief})" if brief else None
+        return super().format(record)
 
 
 def _brief_thread_exception(args: threading.ExceptHookArgs) -> None:

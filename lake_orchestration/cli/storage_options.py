@@ -195,6 +195,9 @@ class _RedactFilter(logging.Filter):
                 record.exc_text = logging.Formatter().formatException(record.exc_info)
             if record.exc_text:
                 record.exc_text = redact(record.exc_text, self.secrets)
+            if record.exc_info and record.exc_info[0] is not None:
+                # the one-line form a handler without --verbose prints instead of the traceback, redacted too
+                record.brief_exc_text = redact(f"{record.exc_info[0].__name__}: {record.exc_info[1]}", self.secrets)
         return True
 
 

@@ -33,8 +33,18 @@ def _outage_once_locked(s3: S3Bucket, uri: str, proxy: FaultProxy, stop: threadi
         time.sleep(0.002)
 
 
-@pytest.mark.parametrize("verbose", [False, True], ids=["plain", "verbose"])
-def test_outage_while_locked_prints_one_error_line(s3: S3Bucket, proxy: FaultProxy, verbose: bool) -> None:
+COMMIT_PUT = r"/\.hoodie/\d{17}\.commit$"
+"""The compaction's completed instant."""
+
+
+@pytest.mark.parametrize(
+    ("verbose", "start"),
+    [(False, "after_lock"), (True, "after_lock"), (False, "at_commit")],
+    ids=["plain", "verbose", "plain-at-commit"],
+)
+def test_outage_while_locked_prints_one_error_line(s3: S3Bucket, proxy: FaultProxy, verbose: bool, start: str) -> None:
+    """``after_lock``: every request fails from just after the lock is taken; ``at_commit``: from the compaction's
+    completed-instant PUT on (a conditional create through obstore, then the lock release), under the lock."""
     from lake_orchestration.hudi.write import write_table
 
     uri = s3.uri("trips")
@@ -51,12 +61,18 @@ def test_outage_while_locked_prints_one_error_line(s3: S3Bucket, proxy: FaultPro
     argv += ["--option", "hoodie.compact.inline.max.delta.commits=1"]
     stop = threading.Event()
     watcher = threading.Thread(target=_outage_once_locked, args=(s3, uri, proxy, stop), daemon=True)
-    watcher.start()
+    if start == "after_lock":
+        watcher.start()
+    else:
+        first = Fault("PUT", COMMIT_PUT, "error", status=503)
+        proxy.add(first)
+        proxy.add(Fault("*", r".*", "error", status=503, times=10**6, after=first))
     try:
         proc = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     finally:
         stop.set()
-        watcher.join()
+        if watcher.is_alive():
+            watcher.join()
     assert proxy.hits, f"the outage never started: {proc.stderr[-2000:]}"
     assert proc.returncode == 1, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
