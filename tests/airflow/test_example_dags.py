@@ -378,3 +378,40 @@ def test_execute_operator_on_spark_commits_the_plan_and_a_rerun_is_a_no_op(
     assert got["again"] == {"instant": str(plan.instant), "already_committed": True}
     assert f"{plan.instant}.commit" in _hoodie_files(path)
     assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+_PENDING_TRIGGER_ROUND_TRIP = """
+import asyncio, importlib, json, sys
+from lake_orchestration.airflow.triggers import HudiPendingCompactionTrigger
+
+path = sys.argv[1]
+
+async def main():
+    made = HudiPendingCompactionTrigger(hudi_conn_id="hudi_default", base_path=path, poll_interval=0.1, seq="LIFO",
+                                        max_plans=2)
+    classpath, kwargs = made.serialize()
+    # what the triggerer does: import the class path, build the trigger from the serialized kwargs, run it
+    module, _, name = classpath.rpartition(".")
+    rebuilt = getattr(importlib.import_module(module), name)(**json.loads(json.dumps(kwargs)))
+    event = await asyncio.wait_for(rebuilt.run().__anext__(), 60)
+    print("RESULT", json.dumps({"serialized": [classpath, kwargs], "again": list(rebuilt.serialize()),
+                                "event": event.payload}))
+
+asyncio.run(main())
+"""
+
+
+def test_pending_compaction_trigger_serialised_and_rebuilt_keeps_lifo(airflow: AirflowRunner, tmp_path: Path) -> None:
+    """The triggerer rebuilds a deferred sensor's trigger from ``serialize()`` (in another process, after a restart):
+    the rebuilt trigger keeps ``seq=LIFO`` and ``max_plans``, and its event lists the newest plans first."""
+    path, cities = _mor_table(tmp_path, updated=1)
+    plans = [str(schedule_compaction(HudiTable(str(path)), force=True).instant)]  # the first city's file group
+    _update_city(path, generate_trips(200, partitions=2, seed=1), cities[1], 6)
+    plans.append(str(schedule_compaction(HudiTable(str(path)), force=True).instant))  # the second city's
+    assert plans == sorted(plans) and plans[0] != plans[1]
+    got = _run_driver(airflow, _PENDING_TRIGGER_ROUND_TRIP, str(path), env=airflow.env(path), timeout=180)
+    classpath, kwargs = got["serialized"]
+    assert classpath == "lake_orchestration.airflow.triggers.HudiPendingCompactionTrigger"
+    assert kwargs["seq"] == "LIFO" and kwargs["max_plans"] == 2
+    assert got["again"] == got["serialized"], "a rebuilt trigger serialises to the same kwargs"
+    assert got["event"] == {"status": "success", "instants": [plans[1], plans[0]]}, "LIFO: newest plan first"
