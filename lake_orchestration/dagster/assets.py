@@ -1,12 +1,18 @@
 """The assets of a table: ``hudi/<t>`` (the table and its health) and ``hudi/<t>/compaction`` (one partition per plan).
 
 Materializing ``hudi/<t>`` records the table's :class:`~lake_orchestration.hudi.table.health.TableHealth` as typed
-metadata (ints, and the latest commit and oldest pending plan as timestamps), so Dagster plots them over time.
+metadata (ints, and the latest commit and oldest pending plan as timestamps), so Dagster plots them over time, with
+Dagster's standard table metadata (``dagster/row_count``, ``dagster/column_schema``, ``dagster/uri``). Every service
+step that changes the table (schedule, compaction commit, clean, archive, rollback) and the sensors that see it change
+record the same health figures as an ``AssetObservation`` of ``hudi/<t>`` (:func:`health_observation`), so the plots
+and the checks stay fresh between materializations.
 
 ``hudi/<t>/compaction`` has one dynamic partition per compaction instant; materializing a partition runs the graph
 ``execute_plan`` -> ``commit`` on that plan (a failed commit is retried alone, from the write stats the first op
 handed it), so a backfill over the partitions runs every pending plan, each exactly once (a committed plan is a
-no-op).
+no-op). A partition whose instant has no plan on the timeline (rolled back, or never scheduled on this table) fails at
+once, without retries (:class:`~lake_orchestration.dagster.errors.PermanentHudiError`); the
+``<t>__sync_compaction_plans_sensor`` removes such partitions.
 """
 
 from collections.abc import Callable
@@ -16,7 +22,7 @@ from typing import Any
 import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
-from lake_orchestration.dagster.errors import hudi_step
+from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
 from lake_orchestration.hudi.model.instant import InstantTime
@@ -31,6 +37,51 @@ from lake_orchestration.hudi.services.compaction import (
     is_compaction_committed,
 )
 from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
+
+
+def health_observation(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator, table: Any, *, source: str
+) -> dg.AssetObservation:
+    """The health of ``table`` (as last listed) as an observation of the table asset ``hudi/<t>``: the figures of
+    :func:`health_metadata` (what the asset's plots show) and ``source``, the step or sensor that observed it."""
+    health = table_health(table)
+    return dg.AssetObservation(
+        asset_key=translator.get_asset_key(cfg),
+        metadata=health_metadata(health)
+        | {"observed_by": dg.MetadataValue.text(source)}
+        | {"dagster/uri": dg.MetadataValue.text(cfg.base_path)},
+    )
+
+
+def log_health(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, table: Any
+) -> None:
+    """Record the health of ``table`` as an observation of ``hudi/<t>`` after a service step (the table listed
+    again first: the step changed it). A failure to measure is a warning, never the step's failure (the service's
+    work is done)."""
+    try:
+        context.log_event(health_observation(cfg, translator, table.refresh(), source=context.op.name))
+    except Exception as err:  # the health is a side record; the step's work is done
+        context.log.warning(f"{cfg.name}: could not record the table's health: {type(err).__name__}: {err}")
+
+
+def table_standard_metadata(cfg: HudiTableConfig, table: Any) -> dict[str, Any]:
+    """Dagster's standard table metadata of ``table``: ``dagster/row_count`` (the snapshot's rows, logs merged: a
+    full read of the latest file slices), ``dagster/column_schema`` (the latest writer schema, Hudi's meta fields
+    left out) and ``dagster/uri`` (the base path)."""
+    from lake_orchestration.hudi.model.schema import META_FIELDS
+    from lake_orchestration.hudi.table.snapshot import read_snapshot, table_arrow_schema
+
+    schema = table_arrow_schema(table)
+    columns = (
+        [dg.TableColumn(f.name, str(f.type)) for f in schema if f.name not in META_FIELDS] if schema is not None else []
+    )
+    rows = sum(t.num_rows for t in read_snapshot(table))
+    return {
+        "dagster/row_count": dg.MetadataValue.int(rows),
+        "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns)),
+        "dagster/uri": dg.MetadataValue.text(cfg.base_path),
+    }
 
 
 def health_metadata(health: TableHealth) -> dict[str, dg.MetadataValue]:
@@ -60,7 +111,7 @@ def build_table_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
 
     def measure(table: Any) -> tuple[str, dict[str, dg.MetadataValue]]:
         health = table_health(table)
-        return str(health.to_json_obj()), health_metadata(health)
+        return str(health.to_json_obj()), health_metadata(health) | table_standard_metadata(cfg, table)
 
     return build_health_asset(cfg, translator, kind="hudi", measure=measure)
 
@@ -139,6 +190,25 @@ def execution_metadata(execution: CompactionTotals) -> dict[str, dg.MetadataValu
     }
 
 
+def no_pending_plan_error(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator, instant: str, timeline: list[str]
+) -> PermanentHudiError:
+    """The failure of a compaction partition whose instant has no pending plan (and no commit): nothing a retry can
+    change, so the step fails at once; the message says how the partition goes away."""
+    sync = translator.get_sensor_name(cfg, "sync_compaction_plans")
+    return PermanentHudiError(
+        f"No pending compaction plan {instant} on {cfg.name}: it was rolled back, or never scheduled on this table, "
+        f"so there is nothing to run and a retry cannot help. {sync}"
+        f" removes this partition of {translator.get_compaction_asset_key(cfg).to_user_string()} on its next tick (or "
+        f"delete it: instance.delete_dynamic_partition({translator.get_partitions_def_name(cfg)!r}, {instant!r})).",
+        table=cfg.name,
+        table_uri=cfg.base_path,
+        instant=instant,
+        timeline=timeline,
+        error="NoPendingCompactionPlan",
+    )
+
+
 def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>/compaction``: materializing partition ``<instant>`` runs the graph ``execute_plan`` -> ``commit``.
 
@@ -168,6 +238,8 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
             if is_compaction_committed(table, instant):
                 context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
                 return ExecutedPlan(instant=instant, already_committed=True)
+            if instant not in {str(i.time) for i in table.timeline.pending_compactions()}:
+                raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt())
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             try:
                 execution = execute_plan(table, instant, config=compaction_config(), engine=spark_engine(spark))
@@ -196,6 +268,7 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
             result = commit_execution(table, executed.execution, config=compaction_config())
         if result.already_committed:
             context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
+        log_health(context, cfg, translator, table)
         return dg.Output(None, metadata=compaction_metadata(result, timezone=table.config.timeline_timezone))
 
     key = translator.get_compaction_asset_key(cfg)

@@ -7,10 +7,14 @@ Per table ``t`` (names from :class:`~lake_orchestration.dagster.translator.Dagst
 * ``hudi/t/compaction`` — one dynamic partition per compaction instant; materializing a partition executes that plan
   and commits it (write stats, rows, bytes, durations and the plan's operations as metadata), so a backfill over the
   partitions runs every pending plan, each exactly once (a committed plan is a no-op) (:mod:`.assets`);
-* ``t__compaction``, ``t__schedule_compaction`` (with a schedule), ``t__rollback``, ``t__clean`` and ``t__archive``
-  (with schedules) (:mod:`.jobs`);
-* ``t__pending_compaction_sensor`` — adds a partition per newly requested plan and requests its run (run key =
-  instant; FIFO/LIFO; a maximum per tick; a typed cursor of seen instants that fails loudly when unreadable);
+* ``t__compaction``, ``t__schedule_compaction`` (with a schedule; a new plan becomes a partition at once),
+  ``t__rollback``, ``t__clean`` and ``t__archive`` (with schedules) (:mod:`.jobs`);
+* ``t__sync_compaction_plans_sensor`` (running by default) — keeps the partitions of ``hudi/t/compaction`` equal to
+  the plans on the timeline (made by the CLI, Airflow or the schedule job, which registers its own at once) and
+  launches nothing, so *Materialize -> Missing* is the backfill of the pending plans;
+  ``t__pending_compaction_sensor`` (off by default) — adds a partition per newly requested plan and requests its run
+  (run key = instant; FIFO/LIFO; a maximum per tick; a typed cursor of seen instants that fails loudly when
+  unreadable);
   ``t__stale_inflight_sensor`` — requests the rollback of writes whose heartbeat expired (:mod:`.sensors`);
 * asset checks on ``hudi/t``: oldest pending compaction age, log files per slice, active timeline length, small
   archive files — one ``multi_asset_check`` listing the table once (:mod:`.checks`).
@@ -46,7 +50,11 @@ from lake_orchestration.dagster.jobs import (
 )
 from lake_orchestration.dagster.paimon import build_paimon_table_definitions
 from lake_orchestration.dagster.resources import build_spark_resource
-from lake_orchestration.dagster.sensors import build_pending_compaction_sensor, build_stale_inflight_sensor
+from lake_orchestration.dagster.sensors import (
+    build_pending_compaction_sensor,
+    build_stale_inflight_sensor,
+    build_sync_compaction_plans_sensor,
+)
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 
 
@@ -106,6 +114,7 @@ def build_hudi_definitions(
             jobs.append(bootstrap)
         schedules += build_schedules(cfg, tr, schedule_compaction=schedule, clean=clean, archive=archive)
         sensors += [
+            build_sync_compaction_plans_sensor(cfg, tr),
             build_pending_compaction_sensor(cfg, tr, compaction),
             build_stale_inflight_sensor(cfg, tr, rollback),
         ]

@@ -1,7 +1,9 @@
 """The jobs and schedules of a table: schedule-compaction, compaction (the asset job), rollback, clean, archive.
 
-* ``<t>__schedule_compaction`` — schedule-plan (Hudi's trigger strategy decides), with a schedule;
-* ``<t>__compaction`` — materializes partitions of ``hudi/<t>/compaction`` (the pending-compaction sensor's runs);
+* ``<t>__schedule_compaction`` — schedule-plan (Hudi's trigger strategy decides), with a schedule; a new plan is
+  registered as a partition of ``hudi/<t>/compaction`` at once;
+* ``<t>__compaction`` — materializes partitions of ``hudi/<t>/compaction`` (a backfill's runs, the pending-compaction
+  sensor's runs);
 * ``<t>__rollback`` — roll back one pending write, or every stale one (the stale-inflight sensor's runs);
 * ``<t>__clean`` — finish pending cleans, then plan, execute and commit a new clean with the table's
   ``clean_options`` (``hoodie.cleaner.*``); deletes run on the ``pyspark`` resource when the table's engine is
@@ -19,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 
+from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
@@ -48,24 +51,59 @@ def _dry(config: MaintenanceRunConfig, table_default: bool) -> bool:
 
 def build_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> Any:
     """``<t>__compaction``: the asset job of ``hudi/<t>/compaction`` (one run per partition, i.e. per plan)."""
+    asset = translator.get_compaction_asset_key(cfg).to_user_string()
     return dg.define_asset_job(
         translator.get_job_name(cfg, "compaction"),
         selection=dg.AssetSelection.assets(translator.get_compaction_asset_key(cfg)),
+        description=(
+            f"Run one compaction plan of {cfg.name}: materializes a partition (a plan instant) of {asset}, "
+            "execute-plan then commit"
+        ),
     )
 
 
 def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
-    """``<t>__schedule_compaction``: schedule-plan."""
+    """``<t>__schedule_compaction``: schedule-plan; a new plan is registered at once as a partition of
+    ``hudi/<t>/compaction`` (so *Materialize -> Missing* offers it) and the table's health is observed."""
+    from lake_orchestration.dagster.assets import compaction_partitions
     from lake_orchestration.hudi.services.compaction import schedule_compaction
 
-    @table_op(cfg, translator, "schedule_compaction", "compaction")
+    parts = compaction_partitions(cfg, translator)
+    asset = translator.get_compaction_asset_key(cfg).to_user_string()
+
+    @table_op(
+        cfg,
+        translator,
+        "schedule_compaction",
+        "compaction",
+        description=f"Schedule a compaction plan of {cfg.name} if Hudi's trigger fires; register it as a partition",
+    )
     def schedule_op(context: dg.OpExecutionContext) -> None:
         with hudi_step(cfg) as step:
-            r = schedule_compaction(step.open_table(), config=cfg.compaction_config())
+            table = step.open_table()
+            r = schedule_compaction(table, config=cfg.compaction_config())
         context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
-        context.add_output_metadata({"scheduled": r.scheduled, "instant": str(r.instant or ""), "reason": r.reason})
+        if r.instant is not None:
+            # after the plan file exists (the sync sensor reads the partitions before the timeline)
+            context.instance.add_dynamic_partitions(parts.name, [str(r.instant)])
+            context.log.info(f"{cfg.name}: plan {r.instant} is a partition of {asset}: backfill it to run it")
+        context.add_output_metadata(
+            {
+                "scheduled": r.scheduled,
+                "instant": str(r.instant or ""),
+                "reason": r.reason,
+                "partition": f"{asset}[{r.instant}]" if r.instant else "",
+            }
+        )
+        log_health(context, cfg, translator, table)
 
-    @dg.job(name=translator.get_job_name(cfg, "schedule_compaction"))
+    @dg.job(
+        name=translator.get_job_name(cfg, "schedule_compaction"),
+        description=(
+            f"Schedule a compaction plan of {cfg.name} (Hudi's trigger strategy decides) and register it as a "
+            f"partition of {asset}"
+        ),
+    )
     def job() -> None:
         schedule_op()
 
@@ -104,8 +142,13 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
         for inst, r in done:
             context.log.info(f"{cfg.name}: rolled back {inst}: {r}")
         context.add_output_metadata({"rolled_back": [inst for inst, _ in done], "dry_run": config.dry_run})
+        if done and not config.dry_run:
+            log_health(context, cfg, translator, table)
 
-    @dg.job(name=translator.get_job_name(cfg, "rollback"))
+    @dg.job(
+        name=translator.get_job_name(cfg, "rollback"),
+        description=f"Roll back one pending write of {cfg.name} (run config instant_time), or every stale one",
+    )
     def job() -> None:
         rollback_op()
 
@@ -169,7 +212,11 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
             }
         )
 
-    @dg.job(name=translator.get_job_name(cfg, "bootstrap"), tags=translator.get_tags(cfg, "bootstrap"))
+    @dg.job(
+        name=translator.get_job_name(cfg, "bootstrap"),
+        tags=translator.get_tags(cfg, "bootstrap"),
+        description=f"Bootstrap {cfg.name} from its parquet source, once (an empty table only)",
+    )
     def job() -> None:
         bootstrap_op()
 
@@ -332,6 +379,8 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
                 "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(files.items())[:50]}),
             }
         )
+        if not dry and (executed.executions or temp_files):
+            log_health(context, cfg, translator, table)
 
     @dg.job(
         name=translator.get_job_name(cfg, "clean"),
@@ -394,6 +443,8 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
                 "recovered": m.recovered or "",
             }
         )
+        if not dry:
+            log_health(context, cfg, translator, table)
 
     @dg.job(
         name=translator.get_job_name(cfg, "archive"),
@@ -421,18 +472,25 @@ def build_schedules(
             name=translator.get_schedule_name(cfg, "schedule_compaction"),
             job=schedule_compaction,
             cron_schedule=cfg.schedule_cron,
+            description=f"Runs {schedule_compaction.name} ({cfg.schedule_cron}): a new plan becomes a partition",
         )
     ]
     if cfg.clean_cron:
         out.append(
             dg.ScheduleDefinition(
-                name=translator.get_schedule_name(cfg, "clean"), job=clean, cron_schedule=cfg.clean_cron
+                name=translator.get_schedule_name(cfg, "clean"),
+                job=clean,
+                cron_schedule=cfg.clean_cron,
+                description=f"Runs {clean.name} ({cfg.clean_cron}; dry run unless the table says otherwise)",
             )
         )
     if cfg.archive_cron:
         out.append(
             dg.ScheduleDefinition(
-                name=translator.get_schedule_name(cfg, "archive"), job=archive, cron_schedule=cfg.archive_cron
+                name=translator.get_schedule_name(cfg, "archive"),
+                job=archive,
+                cron_schedule=cfg.archive_cron,
+                description=f"Runs {archive.name} ({cfg.archive_cron}; dry run unless the table says otherwise)",
             )
         )
     return out

@@ -226,13 +226,17 @@ def build_paimon_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTra
         translator.get_job_name(cfg, "compaction"),
         selection=dg.AssetSelection.assets(translator.get_compaction_asset_key(cfg)),
         tags=translator.get_tags(cfg, "compaction"),
+        description=f"Compact the Paimon table {cfg.name}: plan and execute, then commit a COMPACT snapshot",
     )
 
 
 def build_paimon_schedule(cfg: HudiTableConfig, translator: DagsterHudiTranslator, job: Any) -> dg.ScheduleDefinition:
     """``<t>__compaction_schedule``: the compaction job on ``schedule_cron``."""
     return dg.ScheduleDefinition(
-        name=translator.get_schedule_name(cfg, "compaction"), job=job, cron_schedule=cfg.schedule_cron
+        name=translator.get_schedule_name(cfg, "compaction"),
+        job=job,
+        cron_schedule=cfg.schedule_cron,
+        description=f"Runs {job.name} ({cfg.schedule_cron})",
     )
 
 
@@ -289,7 +293,12 @@ def build_new_snapshots_sensor(
     """``<t>__new_snapshots_sensor``: a compaction run when APPEND snapshots were committed since the cursor."""
     name = translator.get_sensor_name(cfg, "new_snapshots")
 
-    @dg.sensor(name=name, job=job, minimum_interval_seconds=60)
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=60,
+        description=f"Requests a compaction run ({job.name}) when APPEND snapshots were committed on {cfg.name}",
+    )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         cursor = NewSnapshotsCursor.from_json(context.cursor, table=cfg.name, sensor=name)
         with hudi_step(cfg) as step:

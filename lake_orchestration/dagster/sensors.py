@@ -1,5 +1,9 @@
-"""The sensors of a table: pending compaction plans -> compaction runs, stale inflight writes -> rollback runs.
+"""The sensors of a table: pending plans -> partitions (and runs), stale inflight writes -> rollback runs.
 
+* ``<t>__sync_compaction_plans_sensor`` (running by default) keeps the partitions of ``hudi/<t>/compaction`` equal
+  to the plans on the timeline, whoever made them (the CLI, Airflow, another deployment): a partition per pending
+  plan, none for an instant that is neither pending nor committed (rolled back; archived). It launches nothing: the
+  plans wait, *missing*, for a backfill (*Materialize -> Missing* in the UI) or the pending-compaction sensor.
 * ``<t>__pending_compaction_sensor`` adds a partition of ``hudi/<t>/compaction`` per newly requested plan and
   requests its run (run key = instant; FIFO/LIFO; at most ``max_plans_per_tick`` per evaluation). Its cursor is a
   :class:`PendingCompactionCursor` (the instants already requested); one it cannot decode fails the tick
@@ -7,6 +11,9 @@
   plan again.
 * ``<t>__stale_inflight_sensor`` finds pending writes whose heartbeat expired (or that exceed the inflight timeout)
   and requests their rollback.
+
+The sync and pending-compaction sensors record the table's health as an observation of ``hudi/<t>`` when the
+pending plans they see change (the plots move without a materialization of the table asset).
 """
 
 import json
@@ -15,13 +22,13 @@ from typing import Any
 
 import dagster as dg
 
-from lake_orchestration.dagster.assets import compaction_partitions
+from lake_orchestration.dagster.assets import compaction_partitions, health_observation
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import SensorCursorError, hudi_step
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.errors import InvalidInstantTimeError
 from lake_orchestration.hudi.model.instant import InstantTime
-from lake_orchestration.hudi.services.compaction import select_pending_plans
+from lake_orchestration.hudi.services.compaction import is_compaction_committed, select_pending_plans
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,17 +79,29 @@ def build_pending_compaction_sensor(
     parts = compaction_partitions(cfg, translator)
     name = translator.get_sensor_name(cfg, "pending_compaction")
 
-    @dg.sensor(name=name, job=job, minimum_interval_seconds=30)
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=30,
+        description=(
+            f"Runs every new pending compaction plan of {cfg.name} at once ({cfg.compaction_seq}, at most "
+            f"{cfg.max_plans_per_tick} per tick): adds its partition of "
+            f"{translator.get_compaction_asset_key(cfg).to_user_string()} and requests a run keyed by the instant. "
+            "Off by default: turn it on for automatic compaction, or backfill the partitions from the UI."
+        ),
+    )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         cursor = PendingCompactionCursor.from_json(context.cursor, table=cfg.name, sensor=name)
         with hudi_step(cfg) as step:
+            table = step.open_table()
             batch = select_pending_plans(
-                step.open_table(),
+                table,
                 seq=cfg.compaction_seq,
                 max_plans=cfg.max_plans_per_tick,
                 exclude={str(t) for t in cursor.seen},
                 refresh=False,
             )
+            observed = [health_observation(cfg, translator, table, source=name)] if batch else []
         if not batch:
             return dg.SensorResult(skip_reason=f"no new pending compaction plan on {cfg.name}")
         known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()
@@ -90,6 +109,57 @@ def build_pending_compaction_sensor(
             run_requests=[dg.RunRequest(run_key=t, partition_key=t, tags={"hudi/instant": t}) for t in batch],
             dynamic_partitions_requests=[parts.build_add_request([t for t in batch if t not in known])],
             cursor=cursor.with_requested(batch).to_json(),
+            asset_events=observed,
+        )
+
+    return _sensor
+
+
+def build_sync_compaction_plans_sensor(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.SensorDefinition:
+    """``<t>__sync_compaction_plans_sensor``: the partitions of ``hudi/<t>/compaction`` follow the timeline's plans.
+
+    Each tick adds a partition per pending plan not yet registered and removes the partitions whose instant is
+    neither pending nor committed on the active timeline (rolled back, or archived), then launches nothing. Its
+    cursor is the pending plans it saw last (JSON list); when they change it records the table's health as an
+    observation of ``hudi/<t>``. The registered partitions are read before the timeline is listed, so a plan the
+    schedule job writes (then registers) between the two is never removed.
+    """
+    parts = compaction_partitions(cfg, translator)
+    name = translator.get_sensor_name(cfg, "sync_compaction_plans")
+    asset = translator.get_compaction_asset_key(cfg).to_user_string()
+
+    @dg.sensor(
+        name=name,
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Keeps the partitions of {asset} equal to the compaction plans on {cfg.name}'s timeline, whoever made "
+            "them (CLI, Airflow, the schedule job): adds pending plans, removes rolled-back ones. Launches nothing: "
+            f"run the plans with Materialize -> Missing on {asset} (a backfill) or the pending-compaction sensor."
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        try:
+            last = set(json.loads(context.cursor)) if context.cursor else None
+        except ValueError:
+            last = None  # only decides whether to observe the health: a bad cursor costs one observation
+        known = set(context.instance.get_dynamic_partitions(parts.name))  # before the listing (see above)
+        with hudi_step(cfg) as step:
+            table = step.open_table()
+            pending = [str(i.time) for i in table.timeline.pending_compactions()]
+            gone = sorted(k for k in known if k not in pending and not is_compaction_committed(table, k))
+            add = [t for t in pending if t not in known]
+            changed = last is None or last != set(pending)
+            observed = [health_observation(cfg, translator, table, source=name)] if changed else []
+        requests: list[Any] = []
+        if add:
+            requests.append(parts.build_add_request(add))
+        if gone:
+            requests.append(parts.build_delete_request(gone))
+        if not requests and not observed:
+            return dg.SensorResult(skip_reason=f"{len(pending)} pending plan(s) on {cfg.name}, all registered")
+        return dg.SensorResult(
+            dynamic_partitions_requests=requests, asset_events=observed, cursor=json.dumps(sorted(pending))
         )
 
     return _sensor
@@ -103,7 +173,15 @@ def build_stale_inflight_sensor(
 
     op = translator.get_op_name(cfg, "rollback")
 
-    @dg.sensor(name=translator.get_sensor_name(cfg, "stale_inflight"), job=job, minimum_interval_seconds=60)
+    @dg.sensor(
+        name=translator.get_sensor_name(cfg, "stale_inflight"),
+        job=job,
+        minimum_interval_seconds=60,
+        description=(
+            f"Requests a rollback run ({job.name}) per pending write of {cfg.name} whose heartbeat expired or that "
+            "is older than the table's inflight timeout"
+        ),
+    )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         with hudi_step(cfg) as step:
             stale = stale_writes(

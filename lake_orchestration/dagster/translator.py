@@ -15,7 +15,8 @@ jobs                      ``t__compaction``, ``t__schedule_compaction``, ``t__cl
 ops                       ``t__<step>_op`` (``t__compaction_execute_plan_op``, ``t__compaction_commit_op``,
                           ``t__clean_plan_op`` ...)
 schedules                 ``t__<job>_schedule``
-sensors                   ``t__pending_compaction_sensor``, ``t__stale_inflight_sensor``
+sensors                   ``t__sync_compaction_plans_sensor``, ``t__pending_compaction_sensor``,
+                          ``t__stale_inflight_sensor``
 ========================  =============================================================
 
 A ``format: paimon`` table gets the same names under its format's prefix: asset keys ``paimon/t`` and
@@ -48,7 +49,7 @@ HudiStep = Literal[
     "compaction_execute",
 ]
 """The ops of a table's services (``compaction_execute``: a Paimon table's plan + execute)."""
-HudiSensor = Literal["pending_compaction", "stale_inflight", "new_snapshots"]
+HudiSensor = Literal["pending_compaction", "sync_compaction_plans", "stale_inflight", "new_snapshots"]
 """The sensors of a table (``new_snapshots``: a Paimon table's)."""
 
 

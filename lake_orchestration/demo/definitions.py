@@ -115,8 +115,14 @@ def build_demo_ingest_definitions(
         context.log.info(f"{cfg.name}: {b.instants}: {b.inserted} inserted, {b.updated} updated, {b.deleted} deleted")
         return dg.MaterializeResult(metadata=_batch_metadata(b, seed=seed))
 
-    job = dg.define_asset_job(tr.get_job_name(cfg, "ingest"), selection=dg.AssetSelection.assets(INGEST_KEY))
-    schedule = dg.ScheduleDefinition(name=tr.get_schedule_name(cfg, "ingest"), job=job, cron_schedule=cron)
+    job = dg.define_asset_job(
+        tr.get_job_name(cfg, "ingest"),
+        selection=dg.AssetSelection.assets(INGEST_KEY),
+        description=f"Write one demo batch (inserts, updates, deletes) into {cfg.name}",
+    )
+    schedule = dg.ScheduleDefinition(
+        name=tr.get_schedule_name(cfg, "ingest"), job=job, cron_schedule=cron, description=f"Runs {job.name} ({cron})"
+    )
     return dg.Definitions(assets=[trips_ingest], jobs=[job], schedules=[schedule])
 
 

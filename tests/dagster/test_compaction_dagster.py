@@ -292,10 +292,11 @@ def test_compaction_partition_failed_commit_retries_commit_alone_plan_executed_o
 def test_compaction_partition_of_unknown_instant_fails_with_table_instant_and_timeline_metadata(
     tmp_path: Path,
 ) -> None:
-    """A step's error leaves as a DagsterHudiError: the message names the error class and the instant, and the
-    failure carries the table, its URI, the instant and the latest instants of the timeline as metadata."""
+    """A partition whose instant has no plan leaves as a PermanentHudiError (no retries, whatever the table's retry
+    policy): the message names the instant and how the partition goes away, and the failure carries the table, its
+    URI, the instant and the latest instants of the timeline as metadata."""
     path, plans = _three_plans(tmp_path)
-    defs, _ = _defs(path, retry_max_retries=0)
+    defs, _ = _defs(path, retry_max_retries=2, retry_delay_seconds=0)
     unknown = "20000101000000000"
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("t__compaction_instants", [unknown])
@@ -303,12 +304,13 @@ def test_compaction_partition_of_unknown_instant_fails_with_table_instant_and_ti
             instance=instance, partition_key=unknown, raise_on_error=False
         )
     assert not result.success
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
     (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     data = failure.event_specific_data
-    assert "InstantNotFoundError" in str(data.error) and unknown in str(data.error)  # type: ignore[union-attr]
+    assert f"No pending compaction plan {unknown} on t" in str(data.error)  # type: ignore[union-attr]
     md = {k: v.value for k, v in data.user_failure_data.metadata.items()}  # type: ignore[union-attr]
     assert md["table"] == "t" and md["table_uri"] == str(path) and md["instant"] == unknown
-    assert md["error"] == "InstantNotFoundError" and md["retried"] is True
+    assert md["error"] == "NoPendingCompactionPlan" and md["retried"] is False
     latest = [i.file_name for i in HudiTable(str(path)).timeline][-10:]
     assert md["timeline"] == latest and any(plans[-1] in name for name in latest)
     assert not list(path.rglob(f"*_{unknown}.parquet"))

@@ -206,9 +206,31 @@ def test_translator_override_renames_every_object_default_names_unchanged(tmp_pa
     assert {j.name for j in default.jobs} == {
         f"t__{j}" for j in ("compaction", "schedule_compaction", "rollback", "clean", "archive")
     }
-    assert {s.name for s in default.sensors} == {"t__pending_compaction_sensor", "t__stale_inflight_sensor"}
+    assert {s.name for s in default.sensors} == {
+        "t__sync_compaction_plans_sensor",
+        "t__pending_compaction_sensor",
+        "t__stale_inflight_sensor",
+    }
     assert {s.name for s in default.schedules} == {
         "t__schedule_compaction_schedule",
         "t__clean_schedule",
         "t__archive_schedule",
     }
+
+
+def test_every_job_sensor_and_schedule_has_a_description(tmp_path: Path) -> None:
+    """What the UI lists beside each name: a Hudi table's and a Paimon table's jobs, sensors and schedules, the demo's
+    too; the sync sensor runs by default (it only registers partitions), the launching sensors are off."""
+    from lake_orchestration.demo.definitions import build_demo_definitions
+
+    tables = [
+        HudiTableConfig(name="t", base_path=str(tmp_path / "t")),
+        HudiTableConfig(name="p", base_path=str(tmp_path / "p"), format="paimon"),
+    ]
+    for defs in (build_hudi_definitions(tables=tables), build_demo_definitions(tmp_path / "demo", create=False)):
+        jobs = [j for j in defs.resolve_all_job_defs() if not j.name.startswith("__")]
+        named = [*jobs, *defs.sensors, *defs.schedules]
+        assert named and not [o.name for o in named if not (o.description or "").strip()]
+    status = {s.name: s.default_status for s in build_hudi_definitions(tables=tables[:1]).sensors}
+    assert status["t__sync_compaction_plans_sensor"] == dg.DefaultSensorStatus.RUNNING
+    assert status["t__pending_compaction_sensor"] == dg.DefaultSensorStatus.STOPPED
