@@ -75,6 +75,7 @@ MULTI_WRITER = {
 }
 """The Java writer settings docs/how-to/concurrency.md requires beside our services."""
 OUR_LOCK = {
+    "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",  # the Java writer's mode, as the docs require
     "hoodie.write.lock.filesystem.expire": "1",
     "hoodie.write.lock.wait_time_ms": "60000",
     "hoodie.write.lock.wait_time_ms_between_retry": "100",

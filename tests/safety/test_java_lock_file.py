@@ -84,7 +84,12 @@ def test_a_java_create_racing_ours_keeps_the_lock_java_believes_it_holds(tmp_pat
     java = threading.Thread(target=java_writer, daemon=True)
     java.start()
     cfg = LockConfig.from_options(
-        {"hoodie.write.lock.wait_time_ms": "10000", "hoodie.write.lock.wait_time_ms_between_retry": "50"}
+        {
+            "hoodie.write.lock.wait_time_ms": "10000",
+            "hoodie.write.lock.wait_time_ms_between_retry": "50",
+            # a Java writer takes the lock file only in multi-writer mode, and our side then declares it too
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        }
     )
     try:
         with table_lock(HudiTable(str(path)), operation="archive", config=cfg) as info:

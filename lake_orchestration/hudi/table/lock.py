@@ -32,8 +32,9 @@ Differences from Java, all on the safe side:
   still ours (Java deletes unconditionally). A holder whose heartbeat, check or release finds the file moved aside
   by such a takeover waits for the taker's decision (the file put back, or taken) before judging its lock lost.
 - Java's check-then-create can truncate a lock file we have just created (its check ran before our create): we
-  create the file with its content at once (a hard link of a written temporary file), wait
-  :data:`RACE_SETTLE_MS`, and hold the lock only if the file still has our content; else the Java writer believes
+  create the file with its content at once (a hard link of a written temporary file) and, when a Java writer may
+  share the lock (``hoodie.write.concurrency.mode`` other than ``SINGLE_WRITER``, as the Java writer's own), wait
+  :data:`RACE_SETTLE_MS` and hold the lock only if the file still has our content; else the Java writer believes
   it holds the lock and we wait for it. Locally every timeline change re-reads the lock file first, so a lock lost
   that way later stops the section before its next change.
 - A Java lock's leftover ``.lock.crc`` is deleted once we take over its stale lock or hold the lock ourselves (Java
@@ -145,6 +146,11 @@ class LockConfig:
     """``hoodie.write.lock.heartbeat_interval_ms``: how often the holder refreshes the lock file's mtime."""
     tolerable_misses: int = option(HoodieKey.HEARTBEAT_TOLERABLE_MISSES, 2, minimum=1)
     """``hoodie.client.heartbeat.tolerable.misses``: missed heartbeats after which the lock is stale."""
+    concurrency_mode: str = option(HoodieKey.WRITE_CONCURRENCY_MODE, "SINGLE_WRITER", parse=str.upper)
+    """``hoodie.write.concurrency.mode`` of the table's writers. A Java writer takes the lock file only in a
+    multi-writer mode (``OPTIMISTIC_CONCURRENCY_CONTROL``), and docs/how-to/concurrency.md asks for the same mode on
+    our side beside it: only then is a lock we create locally checked again after :data:`RACE_SETTLE_MS` against
+    Java's check-then-create (with ``SINGLE_WRITER`` no Java writer shares the lock, so no process truncates it)."""
     dynamodb: DynamoDBLockConfig = field(default_factory=DynamoDBLockConfig)
     """``hoodie.write.lock.dynamodb.*``: the lock item of ``DynamoDBBasedLockProvider`` (its lease is
     ``hoodie.write.lock.wait_time_ms``, as in Java)."""
@@ -158,6 +164,11 @@ class LockConfig:
     def expiry_ms(self) -> int:
         """A lock of ours is stale when its mtime is older than this (heartbeat interval x tolerable misses)."""
         return self.heartbeat_interval_ms * self.tolerable_misses
+
+    @property
+    def shared_with_java(self) -> bool:
+        """A Java writer may take the same lock file (any mode but ``SINGLE_WRITER``, see :attr:`concurrency_mode`)."""
+        return self.concurrency_mode != "SINGLE_WRITER"
 
     @property
     def uses_file(self) -> bool:
@@ -177,6 +188,7 @@ class LockConfig:
             HoodieKey.LOCK_RETRY_WAIT_TIME_MS.key: str(self.retry_wait_ms),
             HoodieKey.LOCK_HEARTBEAT_INTERVAL_MS.key: str(self.heartbeat_interval_ms),
             HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: str(self.tolerable_misses),
+            HoodieKey.WRITE_CONCURRENCY_MODE.key: self.concurrency_mode,
         }
         if self.path:
             out[HoodieKey.LOCK_FILESYSTEM_PATH.key] = self.path
@@ -504,7 +516,7 @@ def _attempt(table: HudiTable, storage: Storage, path: str, operation: str, cfg:
     except FileAlreadyExistsError:
         blocker = _read(storage, path, cfg)
         return blocker if blocker is not None else existing or _placeholder(storage, path)
-    if storage.is_local:
+    if storage.is_local and cfg.shared_with_java:
         time.sleep(RACE_SETTLE_MS / 1000)
     mine = _read(storage, path, cfg)
     if mine is None or mine.token != token:
