@@ -496,7 +496,7 @@ def test_clean_commit_failed_then_retried_alone_completes_without_executing_agai
     """The store drops the first write of ``<ts>.clean`` (as a Dagster clean commit op would see it): the failed
     commit keeps the attempt's heartbeat, so the commit retried with the same execution completes the clean; no file
     is deleted again, and a third commit is a no-op."""
-    from lake_orchestration.errors import StorageError
+    from lake_orchestration.errors import CommitStateUnknownError, StorageError
     from lake_orchestration.hudi.services.clean import commit_clean
 
     path, snapshot, inst, planning, execution = _executed_clean(tmp_path)
@@ -517,7 +517,8 @@ def test_clean_commit_failed_then_retried_alone_completes_without_executing_agai
         raise AssertionError("a commit must not delete files")
 
     monkeypatch.setattr(clean_executor, "delete_files", no_delete)
-    with pytest.raises(StorageError, match="dropped the write"):
+    # the ambiguous-write rule of the one commit path: not on the timeline -> the commit state is unknown
+    with pytest.raises(CommitStateUnknownError, match="dropped the write"):
         commit_clean(HudiTable(str(path)), execution)
     assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).state is State.INFLIGHT
     assert heartbeat.read_bytes() == execution.attempt  # kept for the retried commit

@@ -1,9 +1,13 @@
 """The commit path every completing service shares: the table lock around the commit point, Hudi's optimistic
 concurrency check under it, and what follows a durable commit.
 
-- **Ambiguous writes** are decided below this module, in :meth:`Storage.create_if_absent` (the completed instant's
-  create-if-absent reads the object back after a ``412`` or a transport error and decides by its content;
-  undecidable raises :class:`~lake_orchestration.errors.CommitStateUnknownError`, and nothing is cleaned up).
+- **The commit point** (:func:`complete_instant`, :meth:`CommitSection.complete`): every completed instant a
+  service or writer writes goes through it. Ambiguous writes are decided first in :meth:`Storage.create_if_absent`
+  (the completed instant's create-if-absent reads the object back after a ``412`` or a transport error and decides
+  by its content; undecidable raises :class:`~lake_orchestration.errors.CommitStateUnknownError`). Any other
+  :class:`~lake_orchestration.errors.StorageError` of the write is decided here by the timeline: the completed
+  instant is there -> committed; absent -> :class:`~lake_orchestration.errors.CommitStateUnknownError` (the instant
+  time is the idempotency key: re-check the timeline before retrying, never clean up).
 - **Conflicts** (:func:`check_write_conflicts`): Hudi's ``TransactionUtils.resolveWriteConflictIfAny`` with
   ``SimpleConcurrentFileWritesConflictResolutionStrategy``. Under the table lock, just before the commit point, the
   file groups this write changed are compared with those of every write-timeline instant that completed since this
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, StorageError
+from lake_orchestration.errors import CommitStateUnknownError, CorruptFileError, InstantNotFoundError, StorageError
 from lake_orchestration.hudi.model.avro import CompactionPlan, RequestedReplaceMetadata
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -50,10 +54,42 @@ class CommitSection:
     warnings: list[str] = field(default_factory=list)
     """What failed after the commit point (also logged)."""
 
-    def complete(self, inflight: Instant, content: bytes) -> Instant:
-        """Write the completed instant (the commit point) and remember it."""
-        self.completed = self.table.transition_to_completed(inflight, content)
+    def complete(self, inflight: Instant, content: bytes, *, what: str = "") -> Instant:
+        """Write the completed instant (the commit point, :func:`complete_instant`) and remember it."""
+        self.completed = complete_instant(self.table, inflight, content, what=what)
         return self.completed
+
+
+def complete_instant(table: HudiTable, inflight: Instant, content: bytes, *, what: str = "") -> Instant:
+    """Inflight -> completed (:meth:`HudiTable.transition_to_completed`, the commit point) with the ambiguous-write
+    rule: a :class:`StorageError` of the write is decided by a fresh timeline -- the completed instant is there
+    (an earlier answer was lost): it is returned; it is not: :class:`CommitStateUnknownError`. Call under the table
+    lock (:func:`commit_section`, or the lock the caller holds). ``what`` names the commit in the error (default:
+    ``<action> <instant time>``).
+
+    Raises:
+        InvalidInstantStateError: ``inflight`` is not on storage, or its completed file exists already.
+        CommitStateUnknownError: the write failed and the timeline does not show the commit (or cannot be read).
+    """
+    try:
+        return table.transition_to_completed(inflight, content)
+    except StorageError as err:
+        completed = inflight.with_state(State.COMPLETED)
+        done: Instant | None = None
+        try:
+            found = table.refresh().timeline.get(str(inflight.time), completed.action)
+            done = found if found is not None and found.is_completed else None
+        except StorageError:
+            pass  # the timeline cannot be read either: undecidable
+        if done is None:
+            label = what or f"{inflight.action.value} {inflight.time}"
+            raise CommitStateUnknownError(
+                f"Commit of {label} on {table.base_uri} failed ({err}) and the timeline does not show it; re-check "
+                "the timeline before retrying (the instant time is the idempotency key)",
+                path=table.storage.uri(table.instant_path(completed)),
+            ) from err
+        log.warning("The commit of %s failed (%s) but the timeline shows it: committed", completed.file_name, err)
+        return done
 
 
 @contextmanager

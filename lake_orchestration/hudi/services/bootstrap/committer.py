@@ -22,6 +22,7 @@ from lake_orchestration.hudi.model.instant import Instant
 from lake_orchestration.hudi.services.bootstrap.executor import MetadataOnlyExecution, SkeletonWrite
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.commit import complete_instant
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
@@ -76,6 +77,6 @@ def commit_metadata_only(
     # that it is still inflight (transition_to_completed) and the commit.
     with table_lock(table, operation=f"bootstrap commit {instant}", config=lock):
         reconcile_markers(table.storage, instant, {w.stat.path for w in writes if w.stat.path})
-        completed = table.transition_to_completed(inflight, metadata)
+        completed = complete_instant(table, inflight, metadata)
     delete_markers(table.storage, instant)
     return completed

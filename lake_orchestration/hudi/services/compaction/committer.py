@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lake_orchestration.errors import CommitStateUnknownError, InvalidInstantStateError, StorageError
+from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -69,18 +69,7 @@ def commit_compaction(
         if verify is not None:
             verify()  # e.g. the attempt is still this process's (raises; nothing written)
         reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
-        try:
-            section.complete(inflight, metadata.to_bytes())
-        except StorageError as err:
-            table.refresh()
-            done = table.timeline.get(instant, Action.COMMIT)
-            if done is None or not done.is_completed:
-                raise CommitStateUnknownError(
-                    f"Commit of compaction {instant} on {table.base_uri} failed ({err}) and the timeline does not "
-                    "show it; re-check the timeline before retrying (the instant time is the idempotency key)",
-                    path=table.storage.uri(table.instant_path(inflight.with_state(State.COMPLETED))),
-                ) from err
-            section.completed = done
+        section.complete(inflight, metadata.to_bytes(), what=f"compaction {instant}")  # the ambiguous-write rule
         after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
     assert section.completed is not None
     return section.completed

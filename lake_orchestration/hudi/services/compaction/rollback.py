@@ -31,7 +31,7 @@ from lake_orchestration.hudi.model.avro import (
 )
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.rollback.committer import rollback_metadata
+from lake_orchestration.hudi.services.rollback.committer import commit_rollback, rollback_metadata
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.planner import pending_rollback_of
 from lake_orchestration.hudi.services.rollback.repair import compaction_attempt_files_without_plan
@@ -269,7 +269,7 @@ def _rollback_inflight_plan_locked(
             deleted.setdefault(p, []).append(base_path_form(st, path))
     delete_markers(st, instant)
     meta = rollback_metadata(str(rb_inflight.time), start, instant, action.value, deleted=deleted)
-    done = table.transition_to_completed(rb_inflight, meta.to_bytes())
+    done = commit_rollback(table, rb_inflight, meta)
     # Last, revert the compaction to requested (Java's order): a crash before this leaves the compaction inflight,
     # and the next run rolls it back again (its files are gone already), never a rollback left pending.
     st.delete_file(table.instant_path(Instant(comp.time, action, State.INFLIGHT)), missing_ok=True)

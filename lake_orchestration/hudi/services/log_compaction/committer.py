@@ -20,8 +20,8 @@ from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution, overtaking_log_files
 from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
 from lake_orchestration.hudi.table.heartbeat import Heartbeat
+from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import delete_markers
 
 
@@ -38,9 +38,15 @@ def commit_log_compaction(
     :func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction_beating`); it is stopped
     here. Without it, the heartbeat file is checked to still hold the attempt's token.
 
+    A plan that is committed already (an earlier commit of this execution whose answer was lost) makes this a
+    no-op: the timeline's metadata is returned, nothing is written.
+
     Raises:
         InvalidInstantStateError: the plan is no longer inflight, the attempt was taken over, or files it wrote are
             gone (nothing committed; the heartbeat is left to expire).
+        CommitStateUnknownError: writing the completed instant failed and the timeline does not show it (re-check
+            the timeline with the instant time before retrying; the commit retried with this execution is a no-op
+            once it shows it).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     cfg = config or CompactionConfig()
@@ -48,19 +54,33 @@ def commit_log_compaction(
     # without the beating heartbeat: a handle on the attempt's heartbeat file, only checked and deleted here
     beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
     md = execution.metadata
+    done: Instant | None = None
     try:
-        with table_lock(table, operation=f"log compaction commit {instant}", config=cfg.lock):
-            attempt_check(table, instant, beat, md.write_stats(), action=Action.LOG_COMPACTION)()
-            _check_not_overtaken(table, instant, md)
-            table.transition_to_completed(
-                Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT), md.to_bytes()
-            )
-            delete_markers(table.storage, instant)
+        with commit_section(table, operation=f"log compaction commit {instant}", lock=cfg.lock) as section:
+            try:
+                attempt_check(table, instant, beat, md.write_stats(), action=Action.LOG_COMPACTION)()
+            except InvalidInstantStateError:
+                done = _completed(table, instant)  # the check refreshed the timeline: committed already?
+                if done is None:
+                    raise
+            if done is None:
+                _check_not_overtaken(table, instant, md)
+                inflight = Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT)
+                section.complete(inflight, md.to_bytes(), what=f"log compaction {instant}")
+                after_commit(instant, "deleting the markers", lambda: delete_markers(table.storage, instant))
     except BaseException:
         beat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
         raise
+    if done is not None:  # committed by an earlier try whose answer was lost: a no-op
+        after_commit(instant, "deleting the heartbeat", lambda: beat.stop(delete=True))  # only if still ours
+        return table.commit_metadata(done)
     beat.stop(delete=True)
     return md
+
+
+def _completed(table: HudiTable, instant: str) -> Instant | None:
+    done = table.timeline.get(instant, Action.DELTA_COMMIT)
+    return done if done is not None and done.is_completed else None
 
 
 def _check_not_overtaken(table: HudiTable, instant: str, md: CommitMetadata) -> None:

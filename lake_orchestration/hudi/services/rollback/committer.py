@@ -9,16 +9,20 @@ from collections.abc import Mapping, Sequence
 
 from lake_orchestration.hudi.model.avro import InstantInfo, RollbackMetadata, RollbackPartitionMetadata
 from lake_orchestration.hudi.model.instant import Instant
+from lake_orchestration.hudi.table.commit import complete_instant
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 
 def commit_rollback(table: HudiTable, rollback: Instant, metadata: RollbackMetadata) -> Instant:
-    """Complete the inflight rollback instant ``rollback`` with ``metadata``; returns the completed instant.
+    """Complete the inflight rollback instant ``rollback`` with ``metadata`` (the commit point,
+    :func:`~lake_orchestration.hudi.table.commit.complete_instant`; the caller holds the table lock); returns the
+    completed instant.
 
     Raises:
         InvalidInstantStateError: ``rollback`` is not inflight, or its completed file exists already.
+        CommitStateUnknownError: the write failed and the timeline does not show the rollback.
     """
-    return table.transition_to_completed(rollback, metadata.to_bytes())
+    return complete_instant(table, rollback, metadata.to_bytes())
 
 
 def rollback_metadata(
