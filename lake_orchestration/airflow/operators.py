@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from lake_orchestration.airflow.hooks import HudiTableHook, HudiTableLocation
+from lake_orchestration.airflow.hooks import (
+    PASSTHROUGH_ESCAPE,
+    HudiTableHook,
+    HudiTableLocation,
+    parse_passthrough_keys,
+)
+from lake_orchestration.config.options import check_option_keys
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -32,6 +38,9 @@ if TYPE_CHECKING:
 
 EngineName = Literal["local", "spark"]
 
+INSTANT_MAP_INDEX = "{{ task.instant }}"
+"""The default ``map_index_template`` of :class:`HudiExecuteCompactionOperator`: the (rendered) plan instant."""
+
 
 class HudiTableOperator(BaseOperator):
     """Base of the table operators: the table's connection, base path and ``hoodie.*`` options.
@@ -39,7 +48,11 @@ class HudiTableOperator(BaseOperator):
     Args:
         hudi_conn_id: the ``hudi`` connection (base path, storage options and secrets, default options).
         base_path: the table's base path, over the connection's (templated).
-        options: ``hoodie.*`` service options over the connection's ``hoodie_options`` (templated).
+        options: ``hoodie.*`` service options over the connection's ``hoodie_options`` (templated). A ``hoodie.*``
+            key nothing reads (a typo) is refused with the closest known key when the DAG is parsed (the task's
+            ``options``) or when the task starts (the connection's ``hoodie_options``), as the CLI's ``--option``.
+        passthrough_keys: ``hoodie.*`` keys lake_orchestration does not model, passed on unchecked (in ``options``
+            or the connection's ``hoodie_options``; the CLI's ``--option-passthrough``).
     """
 
     template_fields: Sequence[str] = ("base_path", "options")
@@ -51,19 +64,37 @@ class HudiTableOperator(BaseOperator):
         hudi_conn_id: str = HudiTableHook.default_conn_name,
         base_path: str | None = None,
         options: Mapping[str, Any] | None = None,
+        passthrough_keys: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.hudi_conn_id = hudi_conn_id
         self.base_path = base_path
+        source = f"{type(self).__name__} {self.task_id!r}"
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"{source}: options is {type(options).__name__} {options!r}, expected a mapping")
         self.options = dict(options or {})
+        self.passthrough_keys = sorted(parse_passthrough_keys(passthrough_keys, source=source))
+        self._check_options()
+
+    def _check_options(self) -> None:
+        check_option_keys(
+            self.options,
+            source=f"options of task {self.task_id!r}",
+            escape=PASSTHROUGH_ESCAPE,
+            passthrough=set(self.passthrough_keys),
+        )
 
     def location(self) -> HudiTableLocation:
-        """The table's location (after templating)."""
-        return HudiTableHook(self.hudi_conn_id, base_path=self.base_path or None).get_conn()
+        """The table's location (after templating); the connection's ``hoodie_options`` keys checked."""
+        return HudiTableHook(
+            self.hudi_conn_id, base_path=self.base_path or None, passthrough_keys=set(self.passthrough_keys)
+        ).get_conn()
 
     def service_options(self, location: HudiTableLocation) -> dict[str, str]:
-        """The connection's ``hoodie_options`` with this task's ``options`` on top."""
+        """The connection's ``hoodie_options`` with this task's ``options`` on top (keys checked again after
+        templating)."""
+        self._check_options()
         return location.service_options(self.options)
 
 
@@ -173,12 +204,18 @@ class HudiExecuteCompactionOperator(HudiEngineOperator):
     A crashed inflight attempt is rolled back first; a committed plan is a no-op (``already_committed``); a plan
     another process is executing (fresh heartbeat) skips the task. Returns the ``CompactionResult`` JSON (instant,
     operations, rows/bytes written, log records merged, seconds, rolled-back attempt) plus ``already_committed``.
+
+    Args:
+        instant: the plan's instant.
+        map_index_template: the label of a mapped task in the UI; by default the plan's instant, so the mapped
+            tasks of ``.expand(instant=...)`` read ``20260101120000000`` rather than ``0, 1, 2`` (Airflow's
+            ``map_index_template``; None: the map index).
     """
 
     template_fields: Sequence[str] = (*HudiEngineOperator.template_fields, "instant")
 
-    def __init__(self, *, instant: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, instant: str, map_index_template: str | None = INSTANT_MAP_INDEX, **kwargs: Any) -> None:
+        super().__init__(map_index_template=map_index_template, **kwargs)
         self.instant = instant
 
     def execute(self, context: Context) -> dict[str, Any]:

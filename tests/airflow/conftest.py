@@ -94,6 +94,8 @@ class DagRunResult:
     """(task id, map index) -> state (map index -1: not mapped)."""
     xcom: dict[tuple[str, int, str], Any]
     """(task id, map index, key) -> decoded value."""
+    map_labels: dict[tuple[str, int], str | None]
+    """(task id, map index) -> the rendered ``map_index_template`` (the label the UI shows; None: none)."""
 
     def result(self, task_id: str, map_index: int = -1, key: str = "return_value") -> Any:
         """The XCom ``key`` of a task (None when it pushed none: a task returning None pushes nothing)."""
@@ -190,20 +192,28 @@ class AirflowRunner:
                     f"airflow dags test {dag_id} created no run (exit {returncode}):\n{output[-6000:]}"
                 )
             run_id, state = run
-            tasks = {
-                (t, m): s
-                for t, m, s in db.execute(
-                    "SELECT task_id, map_index, state FROM task_instance WHERE dag_id = ? AND run_id = ?",
-                    (dag_id, run_id),
-                )
-            }
+            rows = db.execute(
+                "SELECT task_id, map_index, state, rendered_map_index FROM task_instance"
+                " WHERE dag_id = ? AND run_id = ?",
+                (dag_id, run_id),
+            ).fetchall()
+            tasks = {(t, m): s for t, m, s, _ in rows}
+            map_labels = {(t, m): label for t, m, _, label in rows}
             xcom = {
                 (t, m, k): json.loads(v) if isinstance(v, str) else v
                 for t, m, k, v in db.execute(
                     "SELECT task_id, map_index, key, value FROM xcom WHERE dag_id = ? AND run_id = ?", (dag_id, run_id)
                 )
             }
-        return DagRunResult(dag_id=dag_id, returncode=returncode, output=output, state=state, tasks=tasks, xcom=xcom)
+        return DagRunResult(
+            dag_id=dag_id,
+            returncode=returncode,
+            output=output,
+            state=state,
+            tasks=tasks,
+            xcom=xcom,
+            map_labels=map_labels,
+        )
 
 
 @pytest.fixture(scope="session")

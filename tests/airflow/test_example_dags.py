@@ -103,13 +103,30 @@ jsonschema.validate(info, schema)
 pm = ProvidersManager()
 hook = pm.hooks["hudi"]
 hook_class = hook.hook_class_name if hook else None
-print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook_class}))
+# what the UI's connection form reads: the API's hook metadata (GET /ui/connections/hook_meta)
+from airflow.api_fastapi.core_api.services.ui.connections import HookMetaService
+(meta,) = [m for m in HookMetaService.hook_meta_data() if m.connection_type == "hudi"]
+print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook_class,
+                            "form": meta.model_dump(mode="json")}))
 """
     proc = airflow.cli("--help")  # the CLI starts with the provider installed
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = _run_driver(airflow, script, env=airflow.env(Path("/nonexistent")))
     assert got["info"]["package-name"] == "lake-orchestration" in got["providers"]
     assert got["hook"] == "lake_orchestration.airflow.hooks.HudiTableHook"
+    # the connection form Airflow 3.3 serves: labels, placeholders and hidden fields from the provider info
+    form = got["form"]
+    assert form["hook_name"] == "Apache Hudi table", form
+    fields = form["standard_fields"]
+    assert fields is not None, f"no field behaviour for the hudi connection form: {form}"
+    labels = {name: (f or {}).get("title") for name, f in fields.items()}
+    assert {k: labels[k] for k in ("host", "login", "password")} == {
+        "host": "Base path",
+        "login": "Access key",
+        "password": "Secret key",
+    }, form
+    assert fields["port"]["hidden"] and fields["url_schema"]["hidden"], form
+    assert fields["host"]["placeholder"] == "s3://bucket/tables/trips", form
 
 
 def test_example_dags_import_without_errors(airflow: AirflowRunner) -> None:
@@ -149,6 +166,8 @@ def test_compaction_dag_schedules_then_mapped_execute_commits_both_plans(
     executed = run.mapped_results("execute")
     assert [r["instant"] for r in executed] == plans and not any(r["already_committed"] for r in executed)
     assert all(r["operations"] == 1 and r["rows_written"] > 0 for r in executed)
+    # the mapped tasks are labelled by their plan's instant (map_index_template), not 0, 1
+    assert [run.map_labels[("execute", i)] for i in range(len(plans))] == plans, run.map_labels
     table = HudiTable(str(path))
     assert not list(table.timeline.pending_compactions())
     assert {f"{p}.commit" for p in plans} <= _hoodie_files(path)
@@ -415,3 +434,71 @@ def test_pending_compaction_trigger_serialised_and_rebuilt_keeps_lifo(airflow: A
     assert kwargs["seq"] == "LIFO" and kwargs["max_plans"] == 2
     assert got["again"] == got["serialized"], "a rebuilt trigger serialises to the same kwargs"
     assert got["event"] == {"status": "success", "instants": [plans[1], plans[0]]}, "LIFO: newest plan first"
+
+
+_UNKNOWN_KEYS = '''
+import json, sys
+from pathlib import Path
+from airflow.dag_processing.dagbag import DagBag
+from lake_orchestration.airflow.hooks import HudiTableHook
+from lake_orchestration.airflow.operators import HudiScheduleCompactionOperator
+
+typo = "hoodie.compact.inline.max.delta.commit"
+dags = Path(sys.argv[1])
+dags.mkdir()
+(dags / "typo_dag.py").write_text(f"""
+import pendulum
+from airflow.sdk import DAG
+from lake_orchestration.airflow.operators import HudiScheduleCompactionOperator
+with DAG(dag_id="typo", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")):
+    HudiScheduleCompactionOperator(task_id="schedule", options={{"{typo}": "1"}})
+""")
+bag = DagBag(dag_folder=str(dags))
+passed = HudiScheduleCompactionOperator(task_id="p", options={typo: "1"}, passthrough_keys=[typo]).options
+errors = {}
+for name, make in {
+    "hook": lambda: HudiTableHook("hudi_default").get_conn(),
+    # a task's start: execute() reads the connection before it opens the table (there is none at the path)
+    "execute": lambda: HudiScheduleCompactionOperator(task_id="s", base_path="/no-table").execute({}),
+    "not_hudi": lambda: HudiScheduleCompactionOperator(task_id="x", passthrough_keys=["compaction.max_memory"]),
+}.items():
+    try:
+        make()
+    except Exception as err:
+        errors[name] = [type(err).__name__, str(err)]
+print("RESULT", json.dumps({"parse": sorted(bag.import_errors.values()), "dags": sorted(bag.dag_ids),
+    "errors": errors, "passed": passed, "conn_passed": HudiTableHook("hudi_pass").get_conn().hoodie_options}))
+'''
+
+
+def test_unknown_hoodie_option_keys_refused_at_dag_parse_and_from_the_connection_with_a_hint(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    """A typo in an operator's ``options`` is a DAG import error, one in the connection's ``hoodie_options`` fails
+    the task at start (``execute``, before the table is opened); both name the key, the closest known key and ``passthrough_keys``, which lets a key we do not
+    model through (the CLI's ``--option-passthrough``)."""
+    typo, known = "hoodie.compact.inline.max.delta.commit", "hoodie.compact.inline.max.delta.commits"
+    env = {
+        **airflow.env(tmp_path, {typo: "1"}),
+        "AIRFLOW_CONN_HUDI_PASS": json.dumps(
+            {"conn_type": "hudi", "host": "/t", "extra": {"hoodie_options": {typo: "1"}, "passthrough_keys": [typo]}}
+        ),
+    }
+    got = _run_driver(airflow, _UNKNOWN_KEYS, str(tmp_path / "dags"), env=env, timeout=120)
+    assert got["dags"] == [], got
+    (parse_error,) = got["parse"]
+    assert f"Unknown Hudi option '{typo}' (did you mean {known}?) in options of task 'schedule'" in parse_error
+    assert "passthrough_keys" in parse_error
+    kind, message = got["errors"]["hook"]
+    assert kind == "UnknownOptionError", got["errors"]
+    assert message.startswith(
+        f"Unknown Hudi option '{typo}' (did you mean {known}?) in extra 'hoodie_options' of Airflow connection "
+        "'hudi_default'"
+    ), message
+    assert "passthrough_keys" in message
+    kind, message = got["errors"]["not_hudi"]
+    assert kind == "InvalidOptionError" and "['compaction.max_memory'] are not Hudi keys" in message, message
+    assert got["passed"] == {typo: "1"} and got["conn_passed"] == {typo: "1"}
+
+    kind, message = got["errors"]["execute"]
+    assert kind == "UnknownOptionError" and f"'{typo}' (did you mean {known}?)" in message, message
