@@ -4,6 +4,7 @@ temporary SQLite metadata DB, no scheduler or triggerer), the table checked here
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -106,8 +107,10 @@ hook_class = hook.hook_class_name if hook else None
 # what the UI's connection form reads: the API's hook metadata (GET /ui/connections/hook_meta)
 from airflow.api_fastapi.core_api.services.ui.connections import HookMetaService
 (meta,) = [m for m in HookMetaService.hook_meta_data() if m.connection_type == "hudi"]
+import importlib.util
 print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "hook": hook_class,
-                            "form": meta.model_dump(mode="json")}))
+                            "form": meta.model_dump(mode="json"),
+                            "dagster": importlib.util.find_spec("dagster") is not None}))
 """
     proc = airflow.cli("--help")  # the CLI starts with the provider installed
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -127,6 +130,8 @@ print("RESULT", json.dumps({"info": info, "providers": sorted(pm.providers), "ho
     }, form
     assert fields["port"]["hidden"] and fields["url_schema"]["hidden"], form
     assert fields["host"]["placeholder"] == "s3://bucket/tables/trips", form
+    if not os.environ.get("AIRFLOW_PYTHON"):  # the venv of `pip install .[airflow]` alone: the extra needs no Dagster
+        assert got["dagster"] is False, "pip install .[airflow] installed dagster"
 
 
 def test_example_dags_import_without_errors(airflow: AirflowRunner) -> None:
@@ -475,8 +480,8 @@ def test_unknown_hoodie_option_keys_refused_at_dag_parse_and_from_the_connection
     airflow: AirflowRunner, tmp_path: Path
 ) -> None:
     """A typo in an operator's ``options`` is a DAG import error, one in the connection's ``hoodie_options`` fails
-    the task at start (``execute``, before the table is opened); both name the key, the closest known key and ``passthrough_keys``, which lets a key we do not
-    model through (the CLI's ``--option-passthrough``)."""
+    the task at start (``execute``, before the table is opened); both name the key, the closest known key and
+    ``passthrough_keys``, which lets a key we do not model through (the CLI's ``--option-passthrough``)."""
     typo, known = "hoodie.compact.inline.max.delta.commit", "hoodie.compact.inline.max.delta.commits"
     env = {
         **airflow.env(tmp_path, {typo: "1"}),
