@@ -9,8 +9,8 @@ from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
 from lake_orchestration.hudi.services.clean.executor import (
     CleanExecution,
+    execute_clean_attempt,
     execute_clean_plan,
-    execute_clean_plan_beating,
     failed_deletes,
 )
 from lake_orchestration.hudi.services.clean.planner import (
@@ -34,8 +34,8 @@ __all__ = [
     "commit_clean",
     "earliest_commit_to_retain",
     "execute_clean",
+    "execute_clean_attempt",
     "execute_clean_plan",
-    "execute_clean_plan_beating",
     "failed_deletes",
     "pending_cleans",
     "plan_clean",

@@ -9,7 +9,6 @@ in a local thread pool.
 from __future__ import annotations
 
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError, PlanError, StorageError
+from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.clean.planner import planned_file_names
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.io.storage import Storage
 
@@ -204,26 +203,27 @@ def execute_clean_plan(
     :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`.
 
     The heartbeat is no longer refreshed once this returns (the commit checks it is still this attempt's, then
-    deletes it); :func:`execute_clean_plan_beating` keeps it beating for a commit in the same process.
+    deletes it); :func:`execute_clean_attempt` keeps it beating for a commit in the same process.
 
     Raises:
-        As :func:`execute_clean_plan_beating`.
+        As :func:`execute_clean_attempt`.
     """
-    execution, beat = execute_clean_plan_beating(table, instant_time, engine=engine, config=config, refresh=refresh)
-    beat.stop(delete=False)
+    execution, attempt = execute_clean_attempt(table, instant_time, engine=engine, config=config, refresh=refresh)
+    attempt.give_up()
     return execution
 
 
-def execute_clean_plan_beating(
+def execute_clean_attempt(
     table: HudiTable,
     instant_time: str,
     *,
     engine: Engine | None = None,
     config: CleanConfig | None = None,
     refresh: bool = True,
-) -> tuple[CleanExecution, Heartbeat]:
-    """:func:`execute_clean_plan`, its heartbeat still beating: the caller commits (passing it to
-    :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`, which stops it).
+) -> tuple[CleanExecution, InstantAttempt]:
+    """:func:`execute_clean_plan`, returning the attempt (:class:`InstantAttempt`) with its heartbeat still beating:
+    the caller commits (passing it to :func:`~lake_orchestration.hudi.services.clean.committer.commit_clean`, which
+    stops it).
 
     ``config`` (default: Hudi's): ``parallelism`` (delete tasks), ``lock`` and ``heartbeat``. The deletes run without
     the table lock; the decision to execute (with the requested -> inflight transition) holds it. From that decision
@@ -253,31 +253,30 @@ def execute_clean_plan_beating(
     plan = table.read_model(req, CleanerPlan)
     files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
     start = time.monotonic()
-    interval_ms, misses = cfg.heartbeat.interval_ms, cfg.heartbeat.tolerable_misses
-    token = f"{uuid.uuid4().hex}\n".encode()
-    beat = Heartbeat(table.storage, str(cur.time), interval_ms=interval_ms, content=token)
+    attempt = clean_attempt(table, str(cur.time), cfg)
     with table_lock(table, operation=f"clean {cur.time}", config=cfg.lock):
         cur = table.refresh().timeline.get(instant_time, Action.CLEAN)
         if cur is None or cur.is_completed:
             raise InvalidInstantStateError(table.base_uri, instant_time, "was completed by another process meanwhile")
-        liveness = attempt_liveness(table.storage, str(cur.time), interval_ms=interval_ms, tolerable_misses=misses)
-        if liveness.alive:
-            raise InstantInProgressError(
-                table.base_uri,
-                instant_time,
-                f"clean {instant_time} is being executed by another process: {liveness.describe()}",
-            )
-        beat.start()
-        try:
-            if cur.is_requested:
-                table.transition_to_inflight(req, raw)
-        except BaseException:
-            beat.stop(delete=True)
-            raise
+        attempt.claim(cur, raw)  # a live attempt refused; the inflight clean of a dead one is executed again
     try:
         results = delete_files(table, files, engine=engine, parallelism=cfg.parallelism)
         md = clean_metadata(str(cur.time), plan, results, took_ms=int((time.monotonic() - start) * 1000))
     except BaseException:
-        beat.stop(delete=True)  # deletes are idempotent: a retry may start at once
+        attempt.give_up(release=True)  # deletes are idempotent: a retry may start at once
         raise
-    return CleanExecution(instant=str(cur.time), metadata=md, attempt=token), beat
+    return CleanExecution(instant=str(cur.time), metadata=md, attempt=attempt.token), attempt
+
+
+def clean_attempt(table: HudiTable, instant: str, cfg: CleanConfig, token: bytes | None = None) -> InstantAttempt:
+    """The attempt at clean ``instant`` (``token``: an executed one's, to commit it)."""
+    return InstantAttempt(
+        table,
+        instant,
+        action=Action.CLEAN,
+        what="clean",
+        interval_ms=cfg.heartbeat.interval_ms,
+        tolerable_misses=cfg.heartbeat.tolerable_misses,
+        lock=cfg.lock,
+        token=token,
+    )

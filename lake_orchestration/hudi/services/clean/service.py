@@ -19,7 +19,7 @@ from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.avro import CleanMetadata
 from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
-from lake_orchestration.hudi.services.clean.executor import execute_clean_plan_beating, failed_deletes
+from lake_orchestration.hudi.services.clean.executor import execute_clean_attempt, failed_deletes
 from lake_orchestration.hudi.services.clean.planner import planned_file_names, read_plan, schedule_clean
 from lake_orchestration.hudi.services.clean.rollback import pending_cleans
 from lake_orchestration.hudi.table import HudiTable
@@ -85,11 +85,11 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    execution, beat = execute_clean_plan_beating(table, instant_time, engine=engine, config=config, refresh=refresh)
+    execution, attempt = execute_clean_attempt(table, instant_time, engine=engine, config=config, refresh=refresh)
     try:
-        return commit_clean(table, execution, config=config, heartbeat=beat)
+        return commit_clean(table, execution, config=config, attempt=attempt)
     except BaseException:
-        beat.stop(delete=True)  # only if still this attempt's
+        attempt.give_up(release=True)  # only if still this attempt's
         raise
 
 

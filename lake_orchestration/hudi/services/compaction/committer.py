@@ -18,6 +18,7 @@ from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.schema import META_FIELDS
+from lake_orchestration.hudi.services.attempt import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
@@ -154,7 +155,8 @@ def commit_execution(
     Args:
         verify: the check run under the commit's lock (default: the plan is still inflight, its heartbeat holds
             ``execution.attempt_token``, every file of the write stats exists). A caller that passes its own (the
-            attempt of this process, :meth:`CompactionAttempt.verify`) also removes the attempt's heartbeat itself.
+            attempt of this process, :meth:`~lake_orchestration.hudi.services.attempt.InstantAttempt.verify`) also
+            removes the attempt's heartbeat itself.
 
     Raises:
         InvalidInstantStateError: the plan is no longer this attempt's (rolled back, taken over by another process
@@ -210,46 +212,6 @@ def verify_execution(table: HudiTable, execution: CompactionExecution, cfg: Comp
         table.storage, execution.instant, interval_ms=cfg.heartbeat_interval_ms, content=execution.attempt_token
     )
     return attempt_check(table, execution.instant, beat, list(execution.stats))
-
-
-def attempt_check(
-    table: HudiTable,
-    instant: str,
-    heartbeat: Heartbeat,
-    stats: list[WriteStat],
-    *,
-    action: Action = Action.COMPACTION,
-) -> Callable[[], None]:
-    """See :func:`verify_execution`; ``heartbeat`` holds the attempt's token (a beating one, in process);
-    ``action``: ``Action.LOG_COMPACTION`` for a log compaction's plan.
-
-    Raises (when called):
-        InvalidInstantStateError: the plan is no longer inflight, the heartbeat is no longer the attempt's, or a
-            written file is gone.
-    """
-
-    label = "log compaction" if action is Action.LOG_COMPACTION else "compaction"
-
-    def check() -> None:
-        t = table.refresh()
-        cur = t.timeline.get(instant, action)
-        why = ""
-        if cur is None or cur.action is not action or cur.state is not State.INFLIGHT:
-            why = "the plan is no longer inflight"
-        elif heartbeat.lost or not heartbeat.is_ours():
-            why = "its heartbeat is no longer this process's (the attempt was judged dead and taken over)"
-        else:
-            gone = [s.path for s in stats if s.path and not t.storage.exists(t.storage.join(s.path))]
-            if gone:
-                why = f"files it wrote were deleted meanwhile ({', '.join(gone[:3])})"
-        if why:
-            raise InvalidInstantStateError(
-                t.base_uri,
-                instant,
-                f"{label} {instant} is not committed by this process: {why}; nothing was committed",
-            )
-
-    return check
 
 
 def _delete_heartbeat_if_ours(table: HudiTable, instant: str, token: bytes) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
-from lake_orchestration.errors import CorruptLogBlockError, InstantNotFoundError, PlanError
+from lake_orchestration.errors import CorruptLogBlockError, PlanError
 from lake_orchestration.hudi.log.scanner import InstantFilter, ScanStats, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
     DecodedBlock,
@@ -47,7 +47,8 @@ from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, File
 from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.model.timeline import Timeline
-from lake_orchestration.hudi.services.compaction.attempt import CompactionAttempt
+from lake_orchestration.hudi.services.attempt import InstantAttempt
+from lake_orchestration.hudi.services.compaction.attempt import compaction_attempt, pending_plan
 from lake_orchestration.hudi.services.compaction.committer import CompactionTotals
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.planner import load_plan
@@ -561,7 +562,7 @@ def execute_plan(
 
 def execute_attempt(
     table: HudiTable, instant: str, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
-) -> tuple[CompactionExecution, CompactionAttempt]:
+) -> tuple[CompactionExecution, InstantAttempt]:
     """:func:`execute_plan`, returning the attempt with its heartbeat still beating (the caller stops it);
     ``refresh=False`` when the caller has just listed the timeline.
 
@@ -570,11 +571,7 @@ def execute_attempt(
     t0 = time.monotonic()
     if refresh:
         table.refresh()
-    pending = table.timeline.get(instant, Action.COMPACTION)
-    if pending is None or pending.action is not Action.COMPACTION:
-        done = table.timeline.get(instant, Action.COMMIT)
-        detail = "already committed" if done is not None and done.is_completed else "no pending compaction plan"
-        raise InstantNotFoundError(table.base_uri, instant, detail)
+    pending_plan(table, instant)
     plan = load_plan(table, instant)
     ops = plan.operations or ()
     progress_log.info(
@@ -593,9 +590,9 @@ def execute_attempt(
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
     # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
-    attempt = CompactionAttempt(table, str(instant), cfg)
+    attempt = compaction_attempt(table, str(instant), cfg)
     with table_lock(table, operation=f"compaction {instant}", config=cfg.lock):
-        attempt.claim()
+        attempt.claim(pending_plan(table.refresh(), str(instant)))
     try:
         tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
         # in-process, the attempt stops between tasks once another process took the plan over
@@ -661,7 +658,7 @@ class ClosePipeline:
 
 
 def run_in_process(
-    attempt: CompactionAttempt, tasks: list[OperationTask], keep: DecodedLogs | None = None
+    attempt: InstantAttempt, tasks: list[OperationTask], keep: DecodedLogs | None = None
 ) -> list[WriteStat]:
     """Run the tasks in this process, one after the other, checking before each that the attempt is ours; a log
     side the check kept (``keep``) is not decoded again. With more than one core, each file group's base file is

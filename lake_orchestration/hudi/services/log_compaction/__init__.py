@@ -10,7 +10,7 @@ from lake_orchestration.hudi.services.log_compaction.committer import commit_log
 from lake_orchestration.hudi.services.log_compaction.executor import (
     LogCompactionExecution,
     execute_log_compaction,
-    execute_log_compaction_beating,
+    execute_log_compaction_attempt,
 )
 from lake_orchestration.hudi.services.log_compaction.planner import (
     LOG_COMPACTION_EXECUTOR,
@@ -26,7 +26,7 @@ __all__ = [
     "LogCompactionExecution",
     "commit_log_compaction",
     "execute_log_compaction",
-    "execute_log_compaction_beating",
+    "execute_log_compaction_attempt",
     "log_compaction_plan",
     "read_log_compaction_plan",
     "rollback_log_compaction_attempt",

@@ -14,13 +14,15 @@ from __future__ import annotations
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.file_group import LogFile
-from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.compaction.committer import attempt_check
+from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.log_compaction.executor import LogCompactionExecution, overtaking_log_files
+from lake_orchestration.hudi.services.log_compaction.executor import (
+    LogCompactionExecution,
+    log_compaction_attempt,
+    overtaking_log_files,
+)
 from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
-from lake_orchestration.hudi.table.heartbeat import Heartbeat
-from lake_orchestration.hudi.table.commit import after_commit, commit_section
+from lake_orchestration.hudi.table.commit import CommitSection
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.marker import delete_markers
 
@@ -30,13 +32,14 @@ def commit_log_compaction(
     execution: LogCompactionExecution,
     *,
     config: CompactionConfig | None = None,
-    heartbeat: Heartbeat | None = None,
+    attempt: InstantAttempt | None = None,
 ) -> CommitMetadata:
     """Write the completed deltacommit of an executed log compaction; returns its metadata.
 
-    ``heartbeat``: the attempt's heartbeat, still beating (from
-    :func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction_beating`); it is stopped
-    here. Without it, the heartbeat file is checked to still hold the attempt's token.
+    ``attempt``: the executing attempt, its heartbeat still beating (from
+    :func:`~lake_orchestration.hudi.services.log_compaction.executor.execute_log_compaction_attempt`); it is stopped
+    here. Without it, the attempt is rebuilt from ``execution.attempt`` (its token): the heartbeat file is checked to
+    still hold it. The commit is :meth:`InstantAttempt.commit` (the one commit path).
 
     A plan that is committed already (an earlier commit of this execution whose answer was lost) makes this a
     no-op: the timeline's metadata is returned, nothing is written.
@@ -51,36 +54,22 @@ def commit_log_compaction(
     """
     cfg = config or CompactionConfig()
     instant = execution.instant
-    # without the beating heartbeat: a handle on the attempt's heartbeat file, only checked and deleted here
-    beat = heartbeat or Heartbeat(table.storage, instant, content=execution.attempt)
+    attempt = attempt or log_compaction_attempt(table, instant, cfg, token=execution.attempt)
     md = execution.metadata
-    done: Instant | None = None
-    try:
-        with commit_section(table, operation=f"log compaction commit {instant}", lock=cfg.lock) as section:
-            try:
-                attempt_check(table, instant, beat, md.write_stats(), action=Action.LOG_COMPACTION)()
-            except InvalidInstantStateError:
-                done = _completed(table, instant)  # the check refreshed the timeline: committed already?
-                if done is None:
-                    raise
-            if done is None:
-                _check_not_overtaken(table, instant, md)
-                inflight = Instant(InstantTime(instant), Action.LOG_COMPACTION, State.INFLIGHT)
-                section.complete(inflight, md.to_bytes(), what=f"log compaction {instant}")
-                after_commit(instant, "deleting the markers", lambda: delete_markers(table.storage, instant))
-    except BaseException:
-        beat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
-        raise
-    if done is not None:  # committed by an earlier try whose answer was lost: a no-op
-        after_commit(instant, "deleting the heartbeat", lambda: beat.stop(delete=True))  # only if still ours
-        return table.commit_metadata(done)
-    beat.stop(delete=True)
+    verify = attempt.verify(md.write_stats())
+
+    def check(_: CommitSection) -> None:
+        verify()
+        _check_not_overtaken(table, instant, md)
+
+    done = attempt.commit(
+        md.to_bytes(),
+        check=check,
+        housekeeping={"deleting the markers": lambda: delete_markers(table.storage, instant)},
+    )
+    if done.already_committed:  # committed by an earlier try whose answer was lost: a no-op
+        return table.commit_metadata(done.completed)
     return md
-
-
-def _completed(table: HudiTable, instant: str) -> Instant | None:
-    done = table.timeline.get(instant, Action.DELTA_COMMIT)
-    return done if done is not None and done.is_completed else None
 
 
 def _check_not_overtaken(table: HudiTable, instant: str, md: CommitMetadata) -> None:

@@ -18,7 +18,8 @@ group, which the next plan picks up with all its blocks. A write landing while t
 commit (:mod:`.committer`).
 
 While it executes, the instant has a heartbeat (``.hoodie/.heartbeat/<instant>``, as writers have) holding a token
-of the attempt; the commit (:mod:`.committer`) checks it is still this attempt's.
+of the attempt (:class:`~lake_orchestration.hudi.services.attempt.InstantAttempt`); the commit (:mod:`.committer`)
+checks it is still this attempt's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -40,14 +40,13 @@ from lake_orchestration.hudi.merge.record_merger import check_log_blocks, confor
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import LogFile
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
-from lake_orchestration.hudi.services.compaction.attempt import in_progress_error, taken_over_error
+from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.blocks import log_compaction_execution_filter, optimized_scan
 from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
 from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
-from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
@@ -86,21 +85,22 @@ def execute_log_compaction(
     :func:`~lake_orchestration.hudi.services.log_compaction.committer.commit_log_compaction`.
 
     The heartbeat is no longer refreshed once this returns: a commit that comes later than the heartbeat expiry may
-    find the attempt taken over (then nothing is committed). :func:`execute_log_compaction_beating` keeps it beating
+    find the attempt taken over (then nothing is committed). :func:`execute_log_compaction_attempt` keeps it beating
     for a commit in the same process.
 
     Raises:
-        As :func:`execute_log_compaction_beating`.
+        As :func:`execute_log_compaction_attempt`.
     """
-    execution, heartbeat = execute_log_compaction_beating(table, instant, config=config)
-    heartbeat.stop(delete=False)  # the commit checks it is still this attempt's, then deletes it
+    execution, attempt = execute_log_compaction_attempt(table, instant, config=config)
+    attempt.give_up()  # the commit checks it is still this attempt's, then deletes it
     return execution
 
 
-def execute_log_compaction_beating(
+def execute_log_compaction_attempt(
     table: HudiTable, instant: str, *, config: CompactionConfig | None = None
-) -> tuple[LogCompactionExecution, Heartbeat]:
-    """:func:`execute_log_compaction`, its heartbeat still beating: the caller commits (passing it to
+) -> tuple[LogCompactionExecution, InstantAttempt]:
+    """:func:`execute_log_compaction`, returning the attempt (:class:`InstantAttempt`) with its heartbeat still
+    beating: the caller commits (passing it to
     :func:`~lake_orchestration.hudi.services.log_compaction.committer.commit_log_compaction`, which stops it).
 
     The attempt keeps a heartbeat (``hoodie.client.heartbeat.*``, a token of its own as content) from before the
@@ -120,50 +120,42 @@ def execute_log_compaction_beating(
     cfg = config or CompactionConfig()
     table.refresh()
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
-    pending = _pending(table, instant)
-    req = Instant(pending.time, Action.LOG_COMPACTION, State.REQUESTED)
+    _pending(table, instant)
     plan = read_log_compaction_plan(table, instant)
     _check_log_blocks(table, plan, instant)  # CorruptLogBlockError before anything is written
-    token = f"{uuid.uuid4().hex}\n".encode()
-    heartbeat = Heartbeat(table.storage, instant, interval_ms=cfg.heartbeat_interval_ms, content=token)
+    attempt = log_compaction_attempt(table, instant, cfg)
     with table_lock(table, operation=f"log compaction start {instant}", config=cfg.lock):
-        pending = _pending(table, instant)  # as of the lock
-        if pending.state is State.INFLIGHT:
-            liveness = attempt_liveness(
-                table.storage,
-                instant,
-                inflight_path=table.instant_path(req.with_state(State.INFLIGHT)),
-                interval_ms=cfg.heartbeat_interval_ms,
-                tolerable_misses=cfg.heartbeat_tolerable_misses,
-            )
-            if liveness.alive:
-                raise in_progress_error(table, liveness, "log compaction")
-            # The crashed attempt's log files hold blocks of this instant: once it completes they would be read as
-            # well (records twice, files missing from the commit metadata). They are deleted first.
-            log.warning(
-                "Log compaction %s of %s: rolling back a crashed attempt (%s)",
-                instant,
-                table.base_uri,
-                liveness.describe(),
-            )
-            rollback_log_compaction_attempt(table, instant, config=cfg)
-        heartbeat.start()
-        try:
-            table.transition_to_inflight(req)
-        except BaseException:
-            heartbeat.stop(delete=True)
-            raise
-
-    def ensure_ours() -> None:  # a paused attempt taken over stops before writing its next log file
-        if heartbeat.lost or not heartbeat.is_ours():
-            raise taken_over_error(table, instant, "log compaction")
-
+        # The crashed attempt's log files hold blocks of this instant: once it completes they would be read as
+        # well (records twice, files missing from the commit metadata). They are deleted first (attempt.claim).
+        attempt.claim(_pending(table, instant))  # as of the lock
     try:
-        md = _execute(table, plan, instant, check=ensure_ours)
+        md = _execute(table, plan, instant, check=attempt.ensure_ours)
     except BaseException:
-        heartbeat.stop(delete=False)  # the expiring heartbeat tells the next run that this attempt is gone
+        attempt.give_up()  # the expiring heartbeat tells the next run that this attempt is gone
         raise
-    return LogCompactionExecution(instant=instant, metadata=md, attempt=token), heartbeat
+    return LogCompactionExecution(instant=instant, metadata=md, attempt=attempt.token), attempt
+
+
+def log_compaction_attempt(
+    table: HudiTable, instant: str, cfg: CompactionConfig, token: bytes | None = None
+) -> InstantAttempt:
+    """The attempt at log compaction ``instant`` (``token``: an executed one's, to commit it); a crashed attempt is
+    rolled back (:func:`rollback_log_compaction_attempt`) before the plan is claimed again."""
+
+    def roll_back(t: HudiTable, i: str) -> None:
+        rollback_log_compaction_attempt(t, i, config=cfg)
+
+    return InstantAttempt(
+        table,
+        instant,
+        action=Action.LOG_COMPACTION,
+        what="log compaction",
+        interval_ms=cfg.heartbeat_interval_ms,
+        tolerable_misses=cfg.heartbeat_tolerable_misses,
+        lock=cfg.lock,
+        roll_back=roll_back,
+        token=token,
+    )
 
 
 def _pending(table: HudiTable, instant: str) -> Instant:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.committer import commit_log_compaction
-from lake_orchestration.hudi.services.log_compaction.executor import execute_log_compaction_beating
+from lake_orchestration.hudi.services.log_compaction.executor import execute_log_compaction_attempt
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 
@@ -26,5 +26,5 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         CorruptLogBlockError: a log block the plan merges does not decode (nothing is written).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    execution, heartbeat = execute_log_compaction_beating(table, instant, config=config)
-    return commit_log_compaction(table, execution, config=config, heartbeat=heartbeat)
+    execution, attempt = execute_log_compaction_attempt(table, instant, config=config)
+    return commit_log_compaction(table, execution, config=config, attempt=attempt)
