@@ -7,6 +7,9 @@
   stats (:class:`CompactionExecution`); nothing is committed.
 - :mod:`.committer`: :func:`commit_execution` writes only ``<instant>.commit`` from those stats (never executes;
   a committed plan makes it a no-op) and returns a :class:`CompactionResult`.
+- :mod:`.result`: what the steps return (:class:`CompactionExecution`, :class:`CompactionResult`).
+- :mod:`.attempt`: the plan's attempt (the services' one
+  :class:`~lake_orchestration.hudi.services.attempt.InstantAttempt`, with compaction's rollback).
 - :mod:`.rollback`: rolling back an inflight (log) compaction attempt.
 - :mod:`.service`: :func:`execute_compaction` (both steps in this process, the heartbeat kept until the commit) and
   :func:`run_compaction` (pending plans, ``--seq FIFO|LIFO`` with ``--max-plans``).
@@ -16,8 +19,6 @@ A Dagster graph runs ``execute_plan`` and ``commit_execution`` as two ops: the c
 """
 
 from lake_orchestration.hudi.services.compaction.committer import (
-    CompactionResult,
-    CompactionTotals,
     commit_compaction,
     commit_execution,
     compaction_commit_metadata,
@@ -28,7 +29,6 @@ from lake_orchestration.hudi.services.compaction.config import (
     TriggerStrategy,
 )
 from lake_orchestration.hudi.services.compaction.executor import (
-    CompactionExecution,
     OperationTask,
     check_base_files,
     compaction_tasks,
@@ -43,6 +43,7 @@ from lake_orchestration.hudi.services.compaction.planner import (
     schedule_compaction,
     select_pending_plans,
 )
+from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult, CompactionTotals
 from lake_orchestration.hudi.services.compaction.rollback import files_to_roll_back, rollback_inflight_compaction
 from lake_orchestration.hudi.services.compaction.service import execute_compaction, run_compaction
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import CompactionPlan
@@ -20,14 +19,12 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.attempt import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
+from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult
 from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig
 from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
-
-if TYPE_CHECKING:
-    from lake_orchestration.hudi.services.compaction.executor import CompactionExecution
 
 
 def compaction_commit_metadata(
@@ -74,69 +71,6 @@ def commit_compaction(
         after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
     assert section.completed is not None
     return section.completed
-
-
-class CompactionTotals:
-    """The totals of one plan's write stats and their JSON (what ``lake-orch compaction run --json`` prints for a
-    plan): shared by the executed plan (:class:`.executor.CompactionExecution`) and the committed one
-    (:class:`CompactionResult`)."""
-
-    instant: str
-    operations: int
-    stats: Sequence[WriteStat]
-    rolled_back_attempt: str | None
-    seconds: float
-
-    @property
-    def rows_written(self) -> int:
-        return sum(s.numWrites for s in self.stats)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(s.totalWriteBytes for s in self.stats)
-
-    @property
-    def log_records(self) -> int:
-        return sum(s.totalLogRecords for s in self.stats)
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {
-            "instant": self.instant,
-            "operations": self.operations,
-            "rows_written": self.rows_written,
-            "bytes_written": self.bytes_written,
-            "log_records": self.log_records,
-            "seconds": round(self.seconds, 3),
-            "rolled_back_attempt": self.rolled_back_attempt,
-        }
-
-
-@dataclass
-class CompactionResult(CompactionTotals):
-    """One executed and committed compaction plan (:meth:`to_json_obj`: what ``lake-orch compaction run --json``
-    prints for it)."""
-
-    instant: str
-    operations: int
-    stats: list[WriteStat]
-    metadata: CommitMetadata
-    rolled_back_attempt: str | None = None
-    seconds: float = 0.0
-    already_committed: bool = False
-    """The commit found the plan committed already (a repeated commit: nothing written)."""
-
-    def operations_json(self) -> list[dict[str, Any]]:
-        """One object per written file group (the Dagster ``write_stats`` metadata)."""
-        return [
-            {
-                "partition": s.partitionPath,
-                "file_id": s.fileId,
-                "rows": s.numWrites,
-                "log_records": s.totalLogRecords,
-                "log_files": s.totalLogFilesCompacted,
-            }
-            for s in self.stats
-        ]
 
 
 def commit_execution(

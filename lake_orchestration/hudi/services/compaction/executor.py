@@ -49,9 +49,9 @@ from lake_orchestration.hudi.model.schema import avro_to_arrow_schema, with_meta
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.attempt import compaction_attempt, pending_plan
-from lake_orchestration.hudi.services.compaction.committer import CompactionTotals
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.planner import load_plan
+from lake_orchestration.hudi.services.compaction.result import CompactionExecution
 from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -513,29 +513,6 @@ def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
         if op.data_file_path:
             name = op.data_file_path.rsplit("/", 1)[-1]
             table.storage.open_parquet(table.storage.join(op.partition_path or "", name)).close()
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompactionExecution(CompactionTotals):
-    """What execute-plan wrote for one plan: the write stats of its operations (the new base files, with their
-    markers, exist; ``<instant>.compaction.inflight`` is on the timeline). The commit needs only this.
-
-    Picklable (Dagster hands it from the ``execute_plan`` op to the ``commit`` op); :meth:`to_json_obj` is its
-    summary.
-    """
-
-    instant: str
-    operations: int
-    stats: tuple[WriteStat, ...]
-    plan: CompactionPlan = field(repr=False)
-    writer_schema: dict[str, Any] = field(repr=False)
-    """The writer schema (with meta fields) the base files were written with: the commit's ``schema``."""
-    attempt_token: bytes = field(repr=False)
-    """The content of this attempt's heartbeat ``.hoodie/.heartbeat/<instant>``: the commit checks that the plan is
-    still this attempt's (not rolled back and taken over by another process meanwhile)."""
-    rolled_back_attempt: str | None = None
-    """The crashed attempt rolled back before this one (its rollback instant)."""
-    seconds: float = 0.0
 
 
 def execute_plan(

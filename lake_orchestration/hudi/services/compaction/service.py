@@ -8,10 +8,11 @@ import time
 
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError
-from lake_orchestration.hudi.services.compaction.committer import CompactionResult, commit_execution
+from lake_orchestration.hudi.services.compaction.committer import commit_execution
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.executor import execute_attempt
 from lake_orchestration.hudi.services.compaction.planner import schedule_compaction, select_pending_plans
+from lake_orchestration.hudi.services.compaction.result import CompactionResult
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 log = logging.getLogger(__name__)
