@@ -90,7 +90,11 @@ def _log_compaction_summary(md: Any) -> object:
 SERVICES = {
     "clean": (_clean, _clean_summary, _read_clean, Action.CLEAN, "clean"),
     "log_compaction": (
-        _log_compaction, _log_compaction_summary, HudiTable.commit_metadata, Action.DELTA_COMMIT, "deltacommit"
+        _log_compaction,
+        _log_compaction_summary,
+        HudiTable.commit_metadata,
+        Action.DELTA_COMMIT,
+        "deltacommit",
     ),
 }
 
