@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Shared set-up for the README commands: Python >= 3.10, Java 17+, a project venv in .venv with the package
-# installed (re-installed only when pyproject.toml changes). Source it: `. scripts/setup-env.sh`.
+# Shared set-up for the README commands: Python >= 3.10, Java 17+, a project venv in .venv with the package and its
+# dagster and test extras installed (re-installed only when pyproject.toml or this script changes).
+# Source it: `. scripts/setup-env.sh`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${LAKE_ORCH_VENV:-$ROOT/.venv}"
@@ -36,11 +37,12 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.lake-orch-installed"
-HASH="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+HASH="$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
   echo "Installing lake-orchestration and its dependencies into $VENV (first run takes a few minutes)" >&2
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[test]" >&2
+  # dagster: the Dagster shell (the demo, tests/dagster); test: the test tools. Airflow has its own venv (tests/airflow)
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dagster,test]" >&2
   echo "$HASH" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -1,15 +1,15 @@
 """Airflow fixtures: Airflow 3.3 in its own venv, ``airflow dags test`` by subprocess on a temporary SQLite DB.
 
-apache-airflow 3.3 resolves together with this project's pins (``pip install "lake-orchestration[airflow]"``), but
-it brings ~80 packages (FastAPI, SQLAlchemy, OpenTelemetry, ...) the rest of the suite does not need, so the test
-environment does not carry it: a session fixture builds a venv once per machine under ``~/.cache/lake_orchestration/``
+apache-airflow 3.3 resolves together with this project's pins and its ``dagster`` extra, but it brings ~80 packages
+(FastAPI, SQLAlchemy, OpenTelemetry, ...) the rest of the suite does not need, so the test environment does not
+carry it: a session fixture builds a venv once per machine under ``~/.cache/lake_orchestration/``
 (``$XDG_CACHE_HOME`` respected; keyed by the package's dependencies, the ``airflow`` extra, its entry points and the
 Python version) with ``pip install <copy of this checkout>[airflow]`` — which is also the test that the extra installs
-on a fresh venv. The tests run ``python -m airflow`` in it with ``PYTHONPATH`` on a link to this checkout's package
-(the installed copy provides the ``apache_airflow_provider`` entry point; the checkout's modules shadow it). Building
-the venv takes about a minute with a warm pip cache (a few minutes of downloads without);
-``AIRFLOW_PYTHON=/path/to/python`` uses an existing interpreter that has Airflow and the package instead. The table
-checks (hudi-rs, our reader) run in this process.
+on a fresh venv, without Dagster (the ``dagster`` extra). The tests run ``python -m airflow`` in it with
+``PYTHONPATH`` on a link to this checkout's package (the installed copy provides the ``apache_airflow_provider``
+entry point; the checkout's modules shadow it). Building the venv takes about a minute with a warm pip cache (a few
+minutes of downloads without); ``AIRFLOW_PYTHON=/path/to/python`` uses an existing interpreter that has Airflow and
+the package instead. The table checks (hudi-rs, our reader) run in this process.
 """
 
 from __future__ import annotations
