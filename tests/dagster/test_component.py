@@ -111,7 +111,9 @@ def _signature(defs: dg.Definitions) -> dict[str, Any]:
         "checks": sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys),
         "jobs": jobs,
         "schedules": sorted((s.name, s.cron_schedule, s.job_name) for s in defs.schedules or []),
-        "sensors": sorted((s.name, s.job_name, s.minimum_interval_seconds) for s in defs.sensors or []),
+        "sensors": sorted(
+            (s.name, s.job_name if s.has_jobs else None, s.minimum_interval_seconds) for s in defs.sensors or []
+        ),
         "resources": {
             k: (type(v).__name__, getattr(v, "spark_config", None)) for k, v in (defs.resources or {}).items()
         },
