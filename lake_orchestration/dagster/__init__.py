@@ -1,5 +1,14 @@
 """Dagster integration: table configs -> assets, checks, jobs, schedules, sensors (named by a translator)."""
 
+try:
+    import dagster as _dagster  # noqa: F401
+except ModuleNotFoundError as _missing:  # the core and the Airflow provider install without Dagster
+    raise ModuleNotFoundError(
+        "lake_orchestration.dagster (the Dagster shell and the demo) needs Dagster, which is not installed here: "
+        "pip install 'lake-orchestration[dagster]'",
+        name="dagster",
+    ) from _missing
+
 from lake_orchestration.dagster.component import HudiTablesComponent
 from lake_orchestration.dagster.config import (
     GcsStorage,

@@ -2,7 +2,15 @@
 
 import sys
 
-from lake_orchestration.demo.run import main
+try:
+    from lake_orchestration.demo.run import main
+except ModuleNotFoundError as missing:
+    if missing.name != "dagster":
+        raise
+    sys.exit(
+        "python -m lake_orchestration.demo runs the demo through Dagster, which is not installed here: "
+        "pip install 'lake-orchestration[dagster]' (or run ./scripts/demo.sh, which sets up its own venv)"
+    )
 
 if __name__ == "__main__":
     sys.exit(main())
