@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# README command 1: set up, then run the main job through Dagster on the embedded default (local Spark, local
-# storage, a demo MERGE_ON_READ table): the ingest job writes batches, the schedule-compaction job plans, the
+# README command 1: set up, then run the main job through Dagster on the embedded default (the in-process engine,
+# local storage, a demo MERGE_ON_READ table): the ingest job writes batches, the schedule-compaction job plans, the
 # pending-compaction sensor requests a run per plan and each runs; then a summary and how to open the UI.
-# Options: --rows N, --batches N, --rounds N, --engine spark|local, --dir DIR (python -m lake_orchestration.demo -h)
+# Options: --rows N, --batches N, --rounds N, --engine local|spark (spark: a local Spark session, as on a
+# cluster), --dir DIR (python -m lake_orchestration.demo -h)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup-env.sh"

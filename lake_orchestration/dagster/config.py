@@ -337,8 +337,10 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Order in which the sensor requests pending plans (``--seq``)."""
     max_plans_per_tick: int = pydantic.Field(default=5, ge=1)
     """Run requests the pending-compaction sensor emits at most per evaluation."""
-    engine: Literal["spark", "local"] = "spark"
-    """Where compaction operations run: the ``pyspark`` resource, or in-process."""
+    engine: Literal["spark", "local"] = "local"
+    """Where compaction operations and clean deletes run: ``local`` (default) in-process, the fastest on one machine
+    (its light steps share the run's process too); ``spark`` on the ``pyspark`` resource, the choice for a cluster
+    (``spark_config: {spark.master: ...}``)."""
     schedule_cron: str = "*/15 * * * *"
     """Cron of the schedule-compaction job."""
     clean_cron: str | None = "0 * * * *"

@@ -22,7 +22,10 @@ Per table ``t`` (names from :class:`~lake_orchestration.dagster.translator.Dagst
 A ``format: paimon`` table gets ``paimon/t``, ``paimon/t/compaction``, ``t__compaction`` with its schedule,
 ``t__new_snapshots_sensor`` and a stop-trigger check instead (:mod:`.paimon`).
 
-Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance). Every
+Runs of one table's services share the concurrency pool ``hudi_<t>`` (set its limit to 1 in the instance:
+``concurrency: pools: default_limit: 1`` in ``dagster.yaml``, as the demo instance has it). With every table on the
+``local`` engine (the default) the steps run in the run worker's process (``in_process_executor``, also for the UI's
+*Materialize* and backfills); a ``spark`` table's compaction and clean give the execute step its own process. Every
 service step retries with the table's retry policy (``retry_max_retries``, exponential backoff from
 ``retry_delay_seconds``): each step resumes from the timeline, so a retry is safe; errors a retry cannot fix fail
 the step at once (:mod:`.errors`). Tables are opened with their storage options
@@ -55,7 +58,7 @@ from lake_orchestration.dagster.sensors import (
     build_stale_inflight_sensor,
     build_sync_compaction_plans_sensor,
 )
-from lake_orchestration.dagster.translator import DagsterHudiTranslator
+from lake_orchestration.dagster.translator import DagsterHudiTranslator, definitions_executor
 
 
 def build_hudi_definitions(
@@ -126,4 +129,5 @@ def build_hudi_definitions(
         sensors=sensors,
         asset_checks=checks,
         resources={"pyspark": build_spark_resource(spark_config)},
+        executor=definitions_executor(list(tables)),
     )

@@ -11,6 +11,10 @@
 * ``<t>__archive`` — archive (``hoodie.keep.min/max.commits`` ...) then merge small archive files
   (``hoodie.archive.merge.*``), as two ops, the merge after the archive.
 
+Executors: the light jobs (schedule-compaction, rollback, archive, bootstrap) run their steps in the run worker's
+process (Dagster's ``in_process_executor``); so do compaction and clean on a ``local`` table. On a ``spark`` table
+those two keep Dagster's default multiprocess executor: the execute step gets its own process and Spark driver.
+
 Clean and archive are destructive, so both run as a **dry run** unless the table says otherwise (``clean_dry_run`` /
 ``archive_dry_run``) or the run config sets ``dry_run: false``. Every step shares the table's pool and retry policy:
 each step resumes from the timeline, so a retry is safe.
@@ -25,7 +29,7 @@ from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
-from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
+from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
 from lake_orchestration.hudi.services.clean import CleanExecution
 
 
@@ -55,6 +59,7 @@ def build_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator
     return dg.define_asset_job(
         translator.get_job_name(cfg, "compaction"),
         selection=dg.AssetSelection.assets(translator.get_compaction_asset_key(cfg)),
+        executor_def=service_executor(cfg),
         description=(
             f"Run one compaction plan of {cfg.name}: materializes a partition (a plan instant) of {asset}, "
             "execute-plan then commit"
@@ -99,6 +104,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
 
     @dg.job(
         name=translator.get_job_name(cfg, "schedule_compaction"),
+        executor_def=LIGHT_EXECUTOR,
         description=(
             f"Schedule a compaction plan of {cfg.name} (Hudi's trigger strategy decides) and register it as a "
             f"partition of {asset}"
@@ -147,6 +153,7 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
 
     @dg.job(
         name=translator.get_job_name(cfg, "rollback"),
+        executor_def=LIGHT_EXECUTOR,
         description=f"Roll back one pending write of {cfg.name} (run config instant_time), or every stale one",
     )
     def job() -> None:
@@ -214,6 +221,7 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
 
     @dg.job(
         name=translator.get_job_name(cfg, "bootstrap"),
+        executor_def=LIGHT_EXECUTOR,
         tags=translator.get_tags(cfg, "bootstrap"),
         description=f"Bootstrap {cfg.name} from its parquet source, once (an empty table only)",
     )
@@ -384,6 +392,7 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
 
     @dg.job(
         name=translator.get_job_name(cfg, "clean"),
+        executor_def=service_executor(cfg),
         tags={"hudi/table": cfg.name},
         description=f"Clean table {cfg.name}: plan, execute (delete), commit",
     )
@@ -448,6 +457,7 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
 
     @dg.job(
         name=translator.get_job_name(cfg, "archive"),
+        executor_def=LIGHT_EXECUTOR,
         tags={"hudi/table": cfg.name},
         description=f"Archive table {cfg.name}",
     )

@@ -35,7 +35,7 @@ from lake_orchestration.dagster.assets import build_health_asset
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import DagsterHudiError, SensorCursorError, hudi_step
 from lake_orchestration.dagster.resources import spark_engine
-from lake_orchestration.dagster.translator import DagsterHudiTranslator
+from lake_orchestration.dagster.translator import DagsterHudiTranslator, service_executor
 from lake_orchestration.errors import PaimonCommitConflictError
 from lake_orchestration.paimon.health import PaimonTableHealth, paimon_table_health
 from lake_orchestration.paimon.model.snapshot import CommitKind
@@ -226,6 +226,7 @@ def build_paimon_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTra
         translator.get_job_name(cfg, "compaction"),
         selection=dg.AssetSelection.assets(translator.get_compaction_asset_key(cfg)),
         tags=translator.get_tags(cfg, "compaction"),
+        executor_def=service_executor(cfg),
         description=f"Compact the Paimon table {cfg.name}: plan and execute, then commit a COMPACT snapshot",
     )
 

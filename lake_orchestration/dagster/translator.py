@@ -119,3 +119,22 @@ def table_op(
         required_resource_keys={"pyspark"} if spark and table.engine == "spark" else set(),
         **kwargs,
     )
+
+
+LIGHT_EXECUTOR = dg.in_process_executor
+"""The executor of a job whose steps are all light (schedule-compaction, rollback, archive, bootstrap): they read
+and write timeline files, so they run in the run worker's process, without a process per step."""
+
+
+def service_executor(table: HudiTableConfig) -> dg.ExecutorDefinition | None:
+    """The executor of a job with an execute step (compaction, clean): in-process for a ``local`` table (its plan,
+    execute and commit steps share the run worker's process: no Python start-up per step); None for a ``spark``
+    table, i.e. Dagster's default multiprocess executor, so the execute step has its own process and Spark driver
+    while the light steps stay cheap."""
+    return LIGHT_EXECUTOR if table.engine == "local" else None
+
+
+def definitions_executor(tables: list[HudiTableConfig]) -> dg.ExecutorDefinition | None:
+    """The executor of the definitions (what the UI's *Materialize* and backfills of ``hudi/<t>/compaction`` run
+    with, in Dagster's implicit asset job): in-process when no table runs on Spark, else None (Dagster's default)."""
+    return LIGHT_EXECUTOR if all(t.engine == "local" for t in tables) else None

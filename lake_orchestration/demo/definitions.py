@@ -26,9 +26,18 @@ DEFAULT_DEMO_DIR = "demo-tables"
 """Where the demo table lives unless ``LAKE_ORCH_DEMO_DIR`` says otherwise."""
 DEMO_DIR_ENV_VAR = "LAKE_ORCH_DEMO_DIR"
 """Environment variable naming the demo directory."""
+DEMO_INSTANCE_YAML = """\
+# The demo's Dagster instance (DAGSTER_HOME). Each table's service steps share the pool hudi_<table>: at most one
+# step per table at a time (two compactions of one table, or a clean during a compaction, wait for each other).
+concurrency:
+  pools:
+    default_limit: 1
+"""
+"""``dagster.yaml`` of the demo instance (written by ``python -m lake_orchestration.demo`` when absent): every pool,
+so every table's ``hudi_<t>``, limited to one step at a time."""
 
 
-def demo_table_config(demo_dir: str | Path, *, engine: str = "spark") -> HudiTableConfig:
+def demo_table_config(demo_dir: str | Path, *, engine: str = "local") -> HudiTableConfig:
     """The demo table's config: compaction after 3 deltacommits, fed by ``demo/trips_ingest``; clean keeps 2
     commits and archive keeps 3 to 5, both for real (not dry runs), so a short demo shows them at work."""
     return HudiTableConfig(
@@ -129,7 +138,7 @@ def build_demo_ingest_definitions(
 def build_demo_definitions(
     demo_dir: str | Path,
     *,
-    engine: str = "spark",
+    engine: str = "local",
     spark_config: dict[str, Any] | None = None,
     create: bool = True,
     rows: int = 1000,

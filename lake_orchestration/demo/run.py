@@ -18,7 +18,12 @@ import dagster as dg
 import pyarrow as pa
 
 from lake_orchestration.dagster import DagsterHudiTranslator, HudiTableConfig
-from lake_orchestration.demo.definitions import DEFAULT_DEMO_DIR, build_demo_definitions, demo_table_config
+from lake_orchestration.demo.definitions import (
+    DEFAULT_DEMO_DIR,
+    DEMO_INSTANCE_YAML,
+    build_demo_definitions,
+    demo_table_config,
+)
 from lake_orchestration.hudi.table.health import TableHealth, table_health
 
 
@@ -28,7 +33,7 @@ class DemoRunSummary:
 
     base_path: str
     """The demo table."""
-    engine: str = "spark"
+    engine: str = "local"
     """Where compaction ran."""
     ingest_runs: int = 0
     """Runs of ``demo_trips__ingest`` (the first creates the table)."""
@@ -84,7 +89,7 @@ def run_demo(
     rows: int = 1000,
     batches: int = 2,
     rounds: int = 2,
-    engine: str = "spark",
+    engine: str = "local",
     instance: dg.DagsterInstance,
     echo: Callable[[str], None] = print,
 ) -> DemoRunSummary:
@@ -227,12 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=1000, help="rows of the initial bulk_insert")
     p.add_argument("--batches", type=int, default=2, help="ingest runs before each schedule-compaction run")
     p.add_argument("--rounds", type=int, default=2, help="ingest-then-schedule rounds")
-    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="where compaction runs")
+    p.add_argument("--engine", choices=["spark", "local"], default="local", help="where compaction runs")
     args = p.parse_args(argv)
     home = os.environ.get("DAGSTER_HOME")
     if home:
         Path(home).mkdir(parents=True, exist_ok=True)
-        (Path(home) / "dagster.yaml").touch()  # an empty instance config: the defaults, without the warning
+        config = Path(home) / "dagster.yaml"
+        if not config.exists() or not config.read_text().strip():  # a user's own instance config stays as it is
+            config.write_text(DEMO_INSTANCE_YAML)  # the per-table pool limit (one step per table at a time)
         instance = dg.DagsterInstance.get()
     else:
         instance = dg.DagsterInstance.ephemeral()

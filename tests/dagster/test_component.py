@@ -42,6 +42,7 @@ attributes:
         access_key_env: AWS_ACCESS_KEY_ID
         secret_key_env: AWS_SECRET_ACCESS_KEY
       retry_max_retries: 4
+      engine: spark
 """
 
 
@@ -68,6 +69,7 @@ def _factory(trips: Path) -> dg.Definitions:
                     "secret_key_env": "AWS_SECRET_ACCESS_KEY",
                 },
                 retry_max_retries=4,
+                engine="spark",
             ),
         ],
         spark_config={"spark.master": "local[2]", "spark.executor.memory": "2g"},

@@ -67,14 +67,17 @@ def test_demo_run_spark_engine_compacts_every_plan_through_dagster(tmp_path: Pat
 def test_demo_main_prints_summary_and_ui_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The demo as the README runs it (no --engine: the in-process default), into an instance that limits each
+    table's pool to one step at a time."""
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    rc = main(
-        ["--dir", str(tmp_path / "demo"), "--rows", "200", "--batches", "1", "--rounds", "1", "--engine", "local"]
-    )
+    rc = main(["--dir", str(tmp_path / "demo"), "--rows", "200", "--batches", "1", "--rounds", "1"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "File slices (latest, merged):" in out and "rows/s" in out and "[FAILED]" not in out
+    assert " on local" in out and " on spark" not in out  # the compaction line names the engine
     assert f"DAGSTER_HOME={tmp_path / 'home'}" in out and "dagster dev -w workspace.yaml" in out
-    # the runs stay in the instance the UI opens
+    # the runs stay in the instance the UI opens, whose pools (hudi_demo_trips) take one step at a time
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         assert len(instance.get_runs()) >= 3
+        assert instance.get_concurrency_config().pool_config.default_pool_limit == 1
+        assert instance.event_log_storage.get_concurrency_info(f"hudi_{DEMO_TABLE}").slot_count == 1

@@ -101,10 +101,14 @@ def _no_java_env() -> dict[str, str]:
     return {**os.environ, "JAVA_HOME": "/nonexistent-java-home"}
 
 
+SPARK = ("--engine", "spark")
+"""Spark is one option away from the in-process default."""
+
+
 def test_compaction_run_spark_nothing_pending_answers_without_starting_spark(mor_table: Path) -> None:
     for extra, expected in (([], "No pending compaction plan\n"), (["--json"], "[]\n")):
         r = subprocess.run(
-            [sys.executable, "-m", "lake_orchestration.cli.app", "compaction", "run", str(mor_table), *extra],
+            [sys.executable, "-m", "lake_orchestration.cli.app", "compaction", "run", str(mor_table), *SPARK, *extra],
             capture_output=True,
             text=True,
             check=False,
@@ -278,7 +282,7 @@ def test_compaction_run_on_spark_reports_start_and_spark_task_progress(mor_table
     r = lake_orch("compaction", "schedule", str(mor_table), "--force")
     assert r.returncode == 0, r.stderr
     instant = r.stdout.split()[2]
-    r = lake_orch("compaction", "run", str(mor_table), "--spark-master", "local[2]")
+    r = lake_orch("compaction", "run", str(mor_table), "--engine", "spark", "--spark-master", "local[2]")
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.startswith(f"Committed compaction {instant}: ") and len(r.stdout.splitlines()) == 1
     lines = r.stderr.splitlines()

@@ -80,7 +80,7 @@ def _print_runs(results: list[CompactionResult]) -> None:
 @click.option("--schedule", is_flag=True, help="Schedule a plan first (the trigger strategy applies).")
 @click.option("--option", "options", multiple=True, help="Any Hudi compaction option as key=value (repeatable).")
 @option_passthrough
-@engine_options(default="spark", choices=("spark", "local"))
+@engine_options(default="local", choices=("spark", "local"))
 @json_option()
 @storage_options
 def compaction_run(

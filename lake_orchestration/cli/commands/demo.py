@@ -16,7 +16,7 @@ from lake_orchestration.hudi.table import HudiTable
     "--rows", default=3000, show_default=True, type=click.IntRange(min=1), help="Rows of the initial bulk insert."
 )
 @engine_options(
-    default="spark",
+    default="local",
     choices=("spark", "local"),
     help="Engine for the snapshot read.",
     master_help="spark.master for --engine spark.",

@@ -104,7 +104,7 @@ def _print_run(result: PaimonCompactionResult) -> None:
 @paimon_compaction_group.command("run")
 @click.argument("path")
 @click.option("--full", is_flag=True, help=_FULL_HELP)
-@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
+@click.option("--engine", type=click.Choice(["spark", "local"]), default="local", show_default=True)
 @click.option("--spark-master", default="local[*]", show_default=True, callback=spark_master)
 @json_option()
 @storage_options
