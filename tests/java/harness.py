@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -56,43 +56,60 @@ def java_hudi_python(on_missing: OnMissing = _raise) -> Path:
         on_missing(f"cannot build the PySpark {PYSPARK_VERSION} venv at {cache_root() / name}: {err}; {detail}"[-3000:])
 
 
+def maven_jars(
+    name: str,
+    *,
+    artifacts: Sequence[str] = (),
+    pom: str | None = None,
+    on_missing: OnMissing = _raise,
+    what: str = "",
+) -> list[Path]:
+    """Jars fetched once with the machine's Maven client into ``cache_root()/maven/<name>`` (later calls reuse them):
+    each of ``artifacts`` (``group:artifact:version``, the jar alone) with ``mvn dependency:copy``, and, given a
+    ``pom``, its dependencies with their runtime dependencies (``mvn dependency:copy-dependencies``). Fetched into a
+    scratch folder and moved in, the folder's ``.complete`` marker written last. No Maven or a failed fetch:
+    ``on_missing(reason)``. Returns every jar of the folder, sorted."""
+    folder = cache_root() / "maven" / name
+    if not (folder / ".complete").is_file():
+        if shutil.which("mvn") is None:
+            on_missing(f"'mvn' is not on PATH: needed to fetch {what or name} from Maven Central")
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
+        try:
+            steps = [["dependency:copy", f"-Dartifact={coords}", f"-DoutputDirectory={tmp}"] for coords in artifacts]
+            if pom is not None:
+                (tmp / "pom.xml").write_text(pom)
+                steps.append(["dependency:copy-dependencies", f"-DoutputDirectory={tmp}", "-DincludeScope=runtime"])
+            for step in steps:
+                proc = subprocess.run(["mvn", "-q", "-B", *step], capture_output=True, text=True, timeout=1800, cwd=tmp)
+                if proc.returncode != 0:
+                    on_missing(
+                        f"mvn {' '.join(step[:2])} failed (exit {proc.returncode}) into {tmp}:\n"
+                        f"{(proc.stdout + proc.stderr)[-3000:]}"
+                    )
+            for jar in tmp.glob("*.jar"):
+                jar.replace(folder / jar.name)
+            (folder / ".complete").write_text(name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(folder.glob("*.jar"))
+
+
 def hudi_jars(version: str = HUDI_VERSION, on_missing: OnMissing = _raise) -> list[Path]:
     """The Hudi bundles of ``version``, fetched once with ``mvn dependency:copy`` into the cache."""
     given = os.environ.get("JAVA_HUDI_JARS")
     if given and version == HUDI_VERSION:
         return [Path(p) for p in given.split(",")]
-    folder = cache_root() / "maven" / f"hudi-{version}"
-    jars = [folder / f"{artifact}-{version}.jar" for artifact in BUNDLES]
-    if (folder / ".complete").is_file() and all(j.is_file() for j in jars):
-        return jars
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            on_missing(
-                f"'{tool}' is not on PATH: the Java Hudi tests need Java 17 and Maven to fetch "
-                f"org.apache.hudi:{BUNDLES[0]}:{version} from Maven Central"
-            )
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".hudi-{version}-", dir=folder.parent))
-    try:
-        for artifact in BUNDLES:
-            coords = f"org.apache.hudi:{artifact}:{version}"
-            proc = subprocess.run(
-                ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={coords}", f"-DoutputDirectory={tmp}"],
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                cwd=tmp,
-            )
-            if proc.returncode != 0:
-                on_missing(
-                    f"mvn dependency:copy of {coords} failed (exit {proc.returncode}) into {tmp}:\n"
-                    f"{(proc.stdout + proc.stderr)[-3000:]}"
-                )
-        for jar in tmp.glob("*.jar"):
-            jar.replace(folder / jar.name)
-        (folder / ".complete").write_text(version)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if shutil.which("java") is None:
+        on_missing(
+            f"'java' is not on PATH: the Java Hudi tests need Java 17 and Maven to fetch "
+            f"org.apache.hudi:{BUNDLES[0]}:{version} from Maven Central"
+        )
+    coords = [f"org.apache.hudi:{artifact}:{version}" for artifact in BUNDLES]
+    folder_jars = maven_jars(f"hudi-{version}", artifacts=coords, on_missing=on_missing, what=coords[0])
+    jars = [j for j in folder_jars if j.name in {f"{artifact}-{version}.jar" for artifact in BUNDLES}]
+    if len(jars) != len(BUNDLES):
+        on_missing(f"the Maven cache {folder_jars[0].parent if folder_jars else f'hudi-{version}'} lacks {BUNDLES}")
     return jars
 
 

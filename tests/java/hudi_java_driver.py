@@ -25,6 +25,10 @@ Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true,
   [{"input", "ok", "error", "instants"}]}``: one write per input, a failed write (a conflict, a lock timeout)
   recorded and the loop going on, as a streaming writer retries its next batch.
 - ``pid`` -> ``{"jvm": pid}``: the JVM's process id (to kill it in the middle of a write).
+- ``write_background``: as ``write``, but the write runs in a thread of the driver and the answer ``{}`` comes at
+  once (the next commands run beside it; e.g. ``lock`` while the write is inflight, before the JVM is killed).
+- ``hadoop_conf``: ``conf`` (``{key: value}``) -> ``{}``: set in the session's Hadoop configuration before a file
+  system of that scheme is first used (e.g. ``fs.s3a.*``: S3A's endpoint and credentials).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -187,6 +192,14 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
         return {"writes": writes}
     if op == "pid":
         return {"jvm": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())}
+    if op == "write_background":
+        threading.Thread(target=_write, args=(spark, cmd, cmd["input"]), daemon=True).start()
+        return {}
+    if op == "hadoop_conf":
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in cmd["conf"].items():
+            conf.set(key, str(value))
+        return {}
     if op == "instants":
         return {"instants": _completed_instants(spark, cmd["path"])}
     if op == "timed_write":

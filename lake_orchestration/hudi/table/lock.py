@@ -766,6 +766,8 @@ def _dynamodb_lock(table: HudiTable, operation: str, cfg: LockConfig) -> Iterato
         return
     client.ensure_table()
     deadline = time.monotonic() + cfg.wait_time_ms / 1000
+    waited_ms = cfg.wait_time_ms
+    extended = False
     while True:
         with _HELD_GUARD:
             other = _DYNAMO_HELD.get(key)
@@ -773,6 +775,13 @@ def _dynamodb_lock(table: HudiTable, operation: str, cfg: LockConfig) -> Iterato
         result = None if busy else client.try_acquire()
         if isinstance(result, str):
             break
+        if result is not None and not result.released and not extended:
+            # as Java's lock client (acquireLock): a held item is waited for once its own lease on top of the wait
+            # time, the time it takes to judge the item expired; else a dead holder's item whose lease is at least
+            # our wait (both default to wait_time_ms) would never be taken over
+            deadline += result.lease_ms / 1000
+            waited_ms += result.lease_ms
+            extended = True
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             owner = result.owner if result is not None else f"another thread of this process ({os.getpid()})"
@@ -782,8 +791,9 @@ def _dynamodb_lock(table: HudiTable, operation: str, cfg: LockConfig) -> Iterato
                 owner=owner,
                 operation="",
                 since="",
-                expires=f"expires {cfg.wait_time_ms} ms after its holder's last heartbeat (its lease)",
-                waited_ms=cfg.wait_time_ms,
+                expires=f"expires {result.lease_ms if result is not None else cfg.wait_time_ms} ms after its holder's "
+                "last heartbeat (its lease)",
+                waited_ms=waited_ms,
             )
         time.sleep(max(0.0, min(cfg.retry_wait_ms / 1000 * random.uniform(0.8, 1.2), remaining)))
     since = datetime.now().strftime(_JAVA_TIME_FORMAT)[:-3]
