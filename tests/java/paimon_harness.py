@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests._venv import cache_root
-from tests.java.harness import JavaHudi, OnMissing, _raise, java_hudi_python
+from tests.java.harness import JavaHudi, OnMissing, _raise, java_hudi_python, maven_jars
 
 PAIMON_VERSION = "1.2.0"
 """The newest Java Paimon whose bundle Maven Central serves here. The golden tables were written by Paimon 2.0
@@ -30,41 +27,19 @@ DRIVER = Path(__file__).with_name("paimon_java_driver.py")
 
 
 def paimon_bundle(version: str = PAIMON_VERSION, on_missing: OnMissing = _raise) -> Path:
-    """``org.apache.paimon:paimon-bundle:<version>``, fetched once with ``mvn dependency:copy`` into the cache."""
+    """``org.apache.paimon:paimon-bundle:<version>``, fetched once with ``mvn dependency:copy`` into the cache
+    (:func:`tests.java.harness.maven_jars`)."""
     given = os.environ.get("JAVA_PAIMON_JAR")
     if given and version == PAIMON_VERSION:
         return Path(given)
-    folder = cache_root() / "maven" / f"paimon-{version}"
-    jar = folder / f"paimon-bundle-{version}.jar"
-    if (folder / ".complete").is_file() and jar.is_file():
-        return jar
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            on_missing(
-                f"'{tool}' is not on PATH: the Java Paimon tests need Java 17 and Maven to fetch "
-                f"org.apache.paimon:paimon-bundle:{version} from Maven Central"
-            )
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".paimon-{version}-", dir=folder.parent))
+    if shutil.which("java") is None:
+        on_missing("'java' is not on PATH: the Java Paimon tests need Java 17")
     coords = f"org.apache.paimon:paimon-bundle:{version}"
-    try:
-        proc = subprocess.run(
-            ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={coords}", f"-DoutputDirectory={tmp}"],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            cwd=tmp,
-        )
-        if proc.returncode != 0 or not (tmp / jar.name).is_file():
-            on_missing(
-                f"mvn dependency:copy of {coords} failed (exit {proc.returncode}) into {tmp}:\n"
-                f"{(proc.stdout + proc.stderr)[-3000:]}"
-            )
-        (tmp / jar.name).replace(jar)
-        (folder / ".complete").write_text(version)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return jar
+    jars = maven_jars(f"paimon-{version}", artifacts=[coords], on_missing=on_missing, what=coords)
+    jar = next((j for j in jars if j.name == f"paimon-bundle-{version}.jar"), None)
+    if jar is None:
+        on_missing(f"mvn dependency:copy of {coords} left no paimon-bundle-{version}.jar in the cache")
+    return jar  # type: ignore[return-value]
 
 
 class JavaPaimon:
