@@ -2,11 +2,11 @@
 them, *Materialize… -> only missing -> Launch backfill* runs them, the table's health plots show the pending plans
 appear and go.
 
-One table (MOR, in-process engine, the code location's config file), ``lake-orch compaction schedule`` twice (one
-plan per city), then one ``dagster-webserver`` and one ``dagster-daemon`` (the sync sensor runs by default and
-registers the plans; the backfill daemon launches the backfill's runs). Headless Chromium (Debian's package, over the
-DevTools protocol: ``tests/browser/cdp.py``) clicks what a user clicks. The expected instants come from the table's
-timeline; the committed table is compared with hudi-rs' read of it from before.
+One table (MOR, the code location's config file, the in-process engine by default), ``lake-orch compaction
+schedule`` twice (one plan per city), then one ``dagster-webserver`` and one ``dagster-daemon`` (the sync sensor runs
+by default and registers the plans; the backfill daemon launches the backfill's runs). Headless Chromium (Debian's
+package, over the DevTools protocol: ``tests/browser/cdp.py``) clicks what a user clicks. The expected instants come
+from the table's timeline; the committed table is compared with hudi-rs' read of it from before.
 
 ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` refreshes the screenshots of docs/dagster/compaction.md in ``docs/img/``.
 """
@@ -119,7 +119,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     dg.DagsterInstance.from_config(str(home)).dispose()
     config = tmp_path / "lake_orchestration.yaml"
     config.write_text(
-        f"tables:\n  - name: t\n    base_path: {base}\n    engine: local\n    retry_max_retries: 0\n"
+        f"tables:\n  - name: t\n    base_path: {base}\n    retry_max_retries: 0\n"
         "    compaction_options:\n      hoodie.compact.inline.max.delta.commits: 1\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in TABLES_CONFIG_VARS}

@@ -7,8 +7,11 @@ that instant as a partition of ``hudi/demo_trips/compaction`` (applied to the in
 it), then ``dagster-webserver`` serving the UI and headless Chromium (Debian's package, driven over the DevTools
 protocol by ``tests/browser/cdp.py``) opening the asset's partitions page.
 
-A second test launches a run of that partition through the webserver (its run worker executes one process per
-step) and opens the run's page: ``execute_plan`` and ``commit`` are two steps of the compaction run.
+A second test launches a run of that partition through the webserver and opens the run's page: ``execute_plan`` and
+``commit`` are two steps of the compaction run. The demo runs on the in-process engine (the single-machine default),
+so the run worker executes both steps in its own process (``in_process_executor``), in an instance configured as the
+demo's (``DEMO_INSTANCE_YAML``: each table's pool takes one step at a time). Dagster with Spark is
+``tests/dagster/test_demo.py::test_demo_run_spark_engine_compacts_every_plan_through_dagster``.
 
 The expected instants come from the table's timeline (``.hoodie/<t>.compaction.requested``), not from Dagster.
 Set ``LAKE_ORCH_UPDATE_SCREENSHOT=1`` to refresh the screenshot kept in ``docs/img/``; otherwise it goes to tmp.
@@ -32,6 +35,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from lake_orchestration.demo.definitions import DEMO_INSTANCE_YAML
 from tests.browser.cdp import Browser, find_chromium
 from tests.conftest import REPO_ROOT, REQUIRE_SHARED
 
@@ -95,7 +99,7 @@ def demo_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D
     # runs launched through the webserver start at once (no daemon dequeues them in these tests)
     (home / "dagster.yaml").write_text(
         "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster._core.run_coordinator\n"
-        "  class: DefaultRunCoordinator\n"
+        "  class: DefaultRunCoordinator\n" + DEMO_INSTANCE_YAML
     )
     monkeypatch.setenv("LAKE_ORCH_DEMO_DIR", str(demo_dir))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
@@ -292,9 +296,9 @@ RUN_SCREENSHOT = REPO_ROOT / "docs" / "img" / "dagster-compaction-run.png"
 def test_compaction_run_page_shows_execute_plan_and_commit_steps(
     chromium: str, demo_location: DemoLocation, webserver: str, tmp_path: Path
 ) -> None:
-    """A run of the compaction partition launched through the webserver (a run worker, one process per step, Spark
-    for execute_plan) shows execute_plan and commit as two steps of the run; the plan is committed once and the
-    independent reader returns the same rows."""
+    """A run of the compaction partition launched through the webserver (a run worker executing both steps in its
+    process, the in-process engine, the table's pool limited to one step) shows execute_plan and commit as two steps
+    of the run; the plan is committed once and the independent reader returns the same rows."""
     from lake_orchestration.hudi.table import HudiTable
     from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
