@@ -23,6 +23,7 @@ import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
+from lake_orchestration.dagster.progress import progress_in_run_log
 from lake_orchestration.dagster.resources import spark_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
 from lake_orchestration.hudi.model.instant import InstantTime
@@ -242,7 +243,8 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
                 raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt())
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             try:
-                execution = execute_plan(table, instant, config=compaction_config(), engine=spark_engine(spark))
+                with progress_in_run_log(context, spark):
+                    execution = execute_plan(table, instant, config=compaction_config(), engine=spark_engine(spark))
             except InstantInProgressError as err:
                 # another process (a second deployment, the CLI) executes this plan and will commit it
                 context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {err.detail}")

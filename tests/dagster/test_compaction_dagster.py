@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -105,6 +106,10 @@ def test_backfill_over_three_partitions_executes_each_plan_once(tmp_path: Path) 
             assert result.success
             (mat,) = result.asset_materializations_for_node("hudi__t__compaction")
             assert mat.metadata["instant"].value == p and mat.metadata["operations"].value >= 1
+            # the compaction's progress is in the run log: its start line and its last file group
+            messages = [r.user_message for r in instance.all_logs(result.run_id) if r.user_message]
+            assert any(m.startswith(f"Compacting {p}: ") for m in messages), messages
+            assert any(re.search(rf"Compaction {p}: file group (\d+)/\1 merged", m) for m in messages), messages
         again = job.execute_in_process(instance=instance, partition_key=plans[0])  # already committed: a no-op
         (mat,) = again.asset_materializations_for_node("hudi__t__compaction")
         assert mat.metadata["already_committed"].value is True
