@@ -5,6 +5,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup-env.sh"
 bash "$ROOT/scripts/ensure-chromium.sh"  # headless Chromium for tests/browser (apt, first run only)
 cd "$ROOT"
-# two workers (LAKE_ORCH_TEST_WORKERS=0: one process); tests/conftest.py keeps the tests of one SparkSession, of the
-# Java JVM, of Airflow and of the browser each on one worker
-exec python -m pytest -p no:cacheprovider -n "${LAKE_ORCH_TEST_WORKERS:-2}" --dist loadgroup "$@"
+exec python -m pytest -p no:cacheprovider "$@"

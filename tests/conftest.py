@@ -125,25 +125,3 @@ def spark():  # type: ignore[no-untyped-def]
     session = local_spark_session(master="local[2]", app_name="lake-orchestration-tests")
     yield session
     session.stop()
-
-
-_SERIAL_GROUPS = {"java": "java", "airflow": "airflow", "browser": "browser", "cluster": "spark"}
-"""Test folders whose tests share one expensive process of their own (the Java Hudi JVM, the Airflow venv's DB,
-the Dagster webserver + Chromium, Spark clusters) and run in one worker, one after the other."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``-n N --dist loadgroup`` (scripts/test.sh runs two workers), keep in one worker what must not run
-    twice at once: every test that uses the run's one SparkSession (marker ``spark`` or fixture ``spark``: one
-    SparkSession per test run, in the worker of group ``spark``) and the folders of :data:`_SERIAL_GROUPS`. The rest
-    is spread over the workers. Without xdist the marker is inert."""
-    for item in items:
-        parts = Path(str(item.fspath)).relative_to(REPO_ROOT).parts
-        folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
-        if folder in _SERIAL_GROUPS:
-            group = _SERIAL_GROUPS[folder]
-        elif item.get_closest_marker("spark") is not None or "spark" in getattr(item, "fixturenames", ()):
-            group = "spark"
-        else:
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
