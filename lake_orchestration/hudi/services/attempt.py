@@ -76,18 +76,17 @@ def attempt_check(
     stats: list[WriteStat],
     *,
     action: Action = Action.COMPACTION,
+    what: str = "compaction",
 ) -> Callable[[], None]:
     """The check a commit runs under its lock: the plan ``instant`` is still inflight, ``heartbeat`` (holding the
     attempt's token; a beating one, in process) is still the attempt's (no other process judged it dead and took
     it over) and every file of the write stats exists. ``action``: the pending action (``Action.LOG_COMPACTION``
-    for a log compaction's plan).
+    for a log compaction's plan); ``what`` names the service in the message (:attr:`InstantAttempt.what`).
 
     Raises (when called):
         InvalidInstantStateError: the plan is no longer inflight, the heartbeat is no longer the attempt's, or a
             written file is gone.
     """
-
-    label = "log compaction" if action is Action.LOG_COMPACTION else "compaction"
 
     def check() -> None:
         t = table.refresh()
@@ -105,7 +104,7 @@ def attempt_check(
             raise InvalidInstantStateError(
                 t.base_uri,
                 instant,
-                f"{label} {instant} is not committed by this process: {why}; nothing was committed",
+                f"{what} {instant} is not committed by this process: {why}; nothing was committed",
             )
 
     return check
@@ -220,7 +219,7 @@ class InstantAttempt:
     def verify(self, stats: Iterable[WriteStat]) -> Callable[[], None]:
         """The check the commit runs under its lock, just before writing the completed instant
         (:func:`attempt_check`)."""
-        return attempt_check(self.table, self.instant, self.heartbeat, list(stats), action=self.action)
+        return attempt_check(self.table, self.instant, self.heartbeat, list(stats), action=self.action, what=self.what)
 
     # -- give up ----------------------------------------------------------------------------------------------------
     def give_up(self, *, release: bool = False) -> None:

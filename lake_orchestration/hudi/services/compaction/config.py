@@ -100,8 +100,6 @@ class CompactionConfig:
     refused unless this is ``false``, which deletes the metadata table first (as a Java client with that setting)."""
     lock: LockConfig = field(default_factory=LockConfig)
     """``hoodie.write.lock.*``: the table lock held while a plan is scheduled and while it is committed."""
-    concurrency_mode: str = option(HoodieKey.WRITE_CONCURRENCY_MODE, "SINGLE_WRITER", parse=_upper)
-    """``hoodie.write.concurrency.mode`` of the table's writers (see :attr:`multi_writer`)."""
     failed_writes_policy: str = option(HoodieKey.FAILED_WRITES_CLEANER_POLICY, "EAGER", parse=_upper)
     """``hoodie.cleaner.policy.failed.writes`` of the table's writers (see :attr:`multi_writer`)."""
 
@@ -131,7 +129,8 @@ class CompactionConfig:
         scheduling skips the single-writer check that no write is pending before the plan's instant, as Java's
         ``ScheduleCompactionActionExecutor`` does; a pending write on a file group the plan covers then fails its
         own conflict check at commit (Java's and ours) instead of writing into a slice being compacted."""
-        return self.concurrency_mode == "OPTIMISTIC_CONCURRENCY_CONTROL" or self.failed_writes_policy == "LAZY"
+        mode = self.lock.concurrency_mode  # hoodie.write.concurrency.mode, parsed once with the lock's settings
+        return mode == "OPTIMISTIC_CONCURRENCY_CONTROL" or self.failed_writes_policy == "LAZY"
 
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
