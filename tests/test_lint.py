@@ -90,3 +90,75 @@ def test_hoodie_literal_scan_skips_docstrings_and_finds_fstrings(tmp_path: Path)
         "    return a, b, c  # hoodie.comment\n"
     )
     assert _hoodie_literals(src) == ["6: 'hoodie.table.name'", "7: 'hoodie.'"]
+
+
+SERVICES = ROOT / "lake_orchestration" / "hudi" / "services"
+#: What ``hudi/services/rollback/`` may import from the other services: only the services' shared attempt module.
+ROLLBACK_MAY_IMPORT = {"rollback", "attempt"}
+
+
+def _imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import in ``path`` (function-level ones too; relative ones resolved against
+    ``package``, the dotted package the file is in). ``from a import b`` counts as ``a.b`` (``b`` may be a module)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            out += [(node.lineno, f"{base}.{a.name}") for a in node.names]
+    return out
+
+
+def _rollback_imports_of_services(root: Path, package: str) -> list[str]:
+    """``file:line -> module`` for each import from ``root`` (the rollback package) of another service package."""
+    prefix = "lake_orchestration.hudi.services."
+    bad = []
+    for p in sorted(root.rglob("*.py")):
+        for line, mod in _imported_modules(p, package):
+            if mod.startswith("lake_orchestration.paimon.services") or (
+                mod.startswith(prefix) and mod[len(prefix) :].split(".")[0] not in ROLLBACK_MAY_IMPORT
+            ):
+                bad.append(f"{p.name}:{line} -> {mod}")
+    return bad
+
+
+def test_rollback_package_imports_no_other_service() -> None:
+    """``rollback/`` owns every rollback and the services depend on it one way only (issue 24): it imports no
+    compaction, log compaction, clean, archive, bootstrap or savepoint module (only the shared ``attempt``)."""
+    bad = _rollback_imports_of_services(SERVICES / "rollback", "lake_orchestration.hudi.services.rollback")
+    assert not bad, f"hudi/services/rollback/ imports another service (services depend on rollback/, not back): {bad}"
+
+
+def test_only_the_rollback_package_has_rollback_modules() -> None:
+    """A module named ``rollback`` is a rollback and lives in ``hudi/services/rollback/``; a service's recovery of a
+    crashed run that is not a rollback is named for what it is (``recovery``, ``delete``, ``orphans``)."""
+    pkg = ROOT / "lake_orchestration"
+    stray = sorted(str(p.relative_to(ROOT)) for p in pkg.rglob("rollback.py"))
+    assert not stray, f"modules named rollback.py outside hudi/services/rollback/: {stray}"
+
+
+def test_rollback_import_scan_finds_service_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "rollback"
+    pkg.mkdir()
+    (pkg / "ok.py").write_text(
+        "from lake_orchestration.hudi.services.rollback.config import RollbackConfig\n"
+        "from lake_orchestration.hudi.services.attempt import InstantAttempt\n"
+        "from . import planner\n"
+    )
+    (pkg / "bad.py").write_text(
+        "from lake_orchestration.hudi.services.compaction import rollback\n"
+        "def f():\n"
+        "    from ..clean.config import CleanConfig\n"
+        "    import lake_orchestration.hudi.services.log_compaction.executor\n"
+    )
+    found = _rollback_imports_of_services(pkg, "lake_orchestration.hudi.services.rollback")
+    assert found == [
+        "bad.py:1 -> lake_orchestration.hudi.services.compaction.rollback",
+        "bad.py:3 -> lake_orchestration.hudi.services.clean.config.CleanConfig",
+        "bad.py:4 -> lake_orchestration.hudi.services.log_compaction.executor",
+    ], found

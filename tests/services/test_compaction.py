@@ -305,7 +305,7 @@ def test_compaction_process_killed_midway_next_run_recovers(tmp_path: Path) -> N
 
 
 def test_compaction_rollback_of_non_inflight_refused(tmp_path: Path) -> None:
-    from lake_orchestration.hudi.services.compaction.rollback import rollback_inflight_compaction
+    from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 
     path = _generated(tmp_path, deltas=1)
     sched = schedule_compaction(HudiTable(str(path)), force=True)

@@ -19,7 +19,7 @@ from lake_orchestration.hudi.services.compaction import (
     run_compaction,
     schedule_compaction,
 )
-from lake_orchestration.hudi.services.compaction.rollback import rollback_inflight_compaction
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot

@@ -191,7 +191,7 @@ def compaction_show(path: str, out: Output) -> None:
 @storage_options
 def compaction_rollback(path: str, instant_time: str, dry_run: bool, options: tuple[str, ...]) -> None:
     """Roll back an inflight compaction attempt: its base files are deleted, the plan is requested again."""
-    from lake_orchestration.hudi.services.compaction.rollback import files_to_roll_back, rollback_inflight_compaction
+    from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
     t = open_table(path)

@@ -25,7 +25,7 @@ from lake_orchestration.hudi.services.archive.executor import (
 )
 from lake_orchestration.hudi.services.archive.merge import MergeResult, merge_small_archive_files, recover_merge
 from lake_orchestration.hudi.services.archive.planner import plan_archive
-from lake_orchestration.hudi.services.archive.rollback import leftover_instant_files
+from lake_orchestration.hudi.services.archive.recovery import leftover_instant_files
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import (
     MERGE_ARCHIVE_PLAN_NAME,

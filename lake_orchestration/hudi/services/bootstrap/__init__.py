@@ -5,7 +5,8 @@ FULL_RECORD partitions are bulk-inserted at ``00000000000002``.
 
 :mod:`.config` (:class:`BootstrapConfig`, the mode selectors), :mod:`.planner` (:func:`plan_bootstrap`: source
 partitions, files and modes), :mod:`.executor` (skeleton files, the FULL_RECORD bulk insert), :mod:`.committer`
-(bootstrap index, then the completed instant), :mod:`.rollback` (:func:`rollback_bootstrap`), :mod:`.service`
+(bootstrap index, then the completed instant), rollback (:func:`rollback_bootstrap`, in
+:mod:`lake_orchestration.hudi.services.rollback.bootstrap`, re-exported here), :mod:`.service`
 (:func:`bootstrap` end to end).
 """
 
@@ -23,8 +24,8 @@ from lake_orchestration.hudi.services.bootstrap.planner import (
     list_source_partitions,
     plan_bootstrap,
 )
-from lake_orchestration.hudi.services.bootstrap.rollback import pending_bootstrap_instants, rollback_bootstrap
 from lake_orchestration.hudi.services.bootstrap.service import BootstrapResult, bootstrap
+from lake_orchestration.hudi.services.rollback.bootstrap import pending_bootstrap_instants, rollback_bootstrap
 
 __all__ = [
     "BootstrapConfig",

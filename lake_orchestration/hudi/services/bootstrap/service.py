@@ -4,7 +4,7 @@ Mirrors Hudi 0.14/0.15 ``SparkBootstrapCommitActionExecutor.execute``: the table
 METADATA_ONLY partitions are bootstrapped and committed first (``00000000000001``), then the FULL_RECORD ones
 (``00000000000002``). The new table's ``hoodie.properties`` records ``hoodie.bootstrap.base.path`` and
 ``hoodie.bootstrap.index.class``. A crash before ``00000000000001`` commits leaves it pending:
-:func:`~lake_orchestration.hudi.services.bootstrap.rollback.rollback_bootstrap` rolls it back. A crash after it
+:func:`~lake_orchestration.hudi.services.rollback.bootstrap.rollback_bootstrap` rolls it back. A crash after it
 committed (``00000000000002`` pending or not started) is resumed by bootstrapping again with the same settings: the
 plan is checked against the committed bootstrap index, a pending ``...02`` whose heartbeat expired is rolled back,
 and the FULL_RECORD half is written (Java instead restores the whole table to its initial state before bootstrapping

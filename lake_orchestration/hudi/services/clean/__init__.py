@@ -1,7 +1,7 @@
 """Clean: plan (``.clean.requested``) -> execute (parallel deletes) -> commit (``.clean``), as Hudi 0.14/0.15 does.
 
 :mod:`.planner` (:func:`plan_clean`, :func:`schedule_clean`), :mod:`.executor` (:func:`execute_clean_plan`),
-:mod:`.committer` (:func:`commit_clean`), :mod:`.rollback` (a failed attempt is finished: :func:`pending_cleans`),
+:mod:`.committer` (:func:`commit_clean`), :mod:`.recovery` (a failed attempt is finished: :func:`pending_cleans`),
 :mod:`.service` (:func:`run_clean`: all of them, as Hudi's ``clean()``; ``dry_run`` only reports).
 """
 
@@ -21,7 +21,7 @@ from lake_orchestration.hudi.services.clean.planner import (
     read_plan,
     schedule_clean,
 )
-from lake_orchestration.hudi.services.clean.rollback import pending_cleans
+from lake_orchestration.hudi.services.clean.recovery import pending_cleans
 from lake_orchestration.hudi.services.clean.service import CleanResult, execute_clean, run_clean
 
 __all__ = [

@@ -21,7 +21,7 @@ from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.services.clean.executor import execute_clean_attempt, failed_deletes
 from lake_orchestration.hudi.services.clean.planner import planned_file_names, read_plan, schedule_clean
-from lake_orchestration.hudi.services.clean.rollback import pending_cleans
+from lake_orchestration.hudi.services.clean.recovery import pending_cleans
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 

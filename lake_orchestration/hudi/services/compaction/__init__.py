@@ -9,8 +9,9 @@
   a committed plan makes it a no-op) and returns a :class:`CompactionResult`.
 - :mod:`.result`: what the steps return (:class:`CompactionExecution`, :class:`CompactionResult`).
 - :mod:`.attempt`: the plan's attempt (the services' one
-  :class:`~lake_orchestration.hudi.services.attempt.InstantAttempt`, with compaction's rollback).
-- :mod:`.rollback`: rolling back an inflight (log) compaction attempt.
+  :class:`~lake_orchestration.hudi.services.attempt.InstantAttempt`, with compaction's rollback, which lives in
+  :mod:`lake_orchestration.hudi.services.rollback.compaction`: :func:`rollback_inflight_compaction`,
+  :func:`files_to_roll_back`, re-exported here).
 - :mod:`.service`: :func:`execute_compaction` (both steps in this process, the heartbeat kept until the commit) and
   :func:`run_compaction` (pending plans, ``--seq FIFO|LIFO`` with ``--max-plans``).
 
@@ -44,8 +45,8 @@ from lake_orchestration.hudi.services.compaction.planner import (
     select_pending_plans,
 )
 from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult, CompactionTotals
-from lake_orchestration.hudi.services.compaction.rollback import files_to_roll_back, rollback_inflight_compaction
 from lake_orchestration.hudi.services.compaction.service import execute_compaction, run_compaction
+from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
 
 __all__ = [
     "CompactionConfig",

@@ -19,7 +19,7 @@ from lake_orchestration.errors import InstantNotFoundError
 from lake_orchestration.hudi.model.instant import Action, Instant
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.compaction.rollback import rollback_inflight_compaction
+from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 

@@ -2,8 +2,10 @@
 
 ``<ts>.logcompaction.requested`` (a ``HoodieCompactionPlan``) -> new merged log files -> ``<ts>.deltacommit``
 (``LOG_COMPACT``). :mod:`.planner` (:func:`schedule_log_compaction`), :mod:`.executor`
-(:func:`execute_log_compaction`), :mod:`.committer` (:func:`commit_log_compaction`), :mod:`.rollback` (a crashed
-attempt's log files are deleted before the plan runs again), :mod:`.service` (:func:`run_log_compaction`).
+(:func:`execute_log_compaction`), :mod:`.committer` (:func:`commit_log_compaction`), :mod:`.service`
+(:func:`run_log_compaction`). A crashed attempt's log files are deleted before the plan runs again by
+:func:`rollback_log_compaction_attempt` (:mod:`lake_orchestration.hudi.services.rollback.compaction`, re-exported
+here).
 """
 
 from lake_orchestration.hudi.services.log_compaction.committer import commit_log_compaction
@@ -18,8 +20,8 @@ from lake_orchestration.hudi.services.log_compaction.planner import (
     read_log_compaction_plan,
     schedule_log_compaction,
 )
-from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
 from lake_orchestration.hudi.services.log_compaction.service import run_log_compaction
+from lake_orchestration.hudi.services.rollback.compaction import rollback_log_compaction_attempt
 
 __all__ = [
     "LOG_COMPACTION_EXECUTOR",

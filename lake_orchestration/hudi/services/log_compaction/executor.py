@@ -46,7 +46,7 @@ from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.blocks import log_compaction_execution_filter, optimized_scan
 from lake_orchestration.hudi.services.log_compaction.planner import read_log_compaction_plan
-from lake_orchestration.hudi.services.log_compaction.rollback import rollback_log_compaction_attempt
+from lake_orchestration.hudi.services.rollback.compaction import rollback_log_compaction_attempt
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import create_marker
@@ -143,7 +143,7 @@ def log_compaction_attempt(
     rolled back (:func:`rollback_log_compaction_attempt`) before the plan is claimed again."""
 
     def roll_back(t: HudiTable, i: str) -> None:
-        rollback_log_compaction_attempt(t, i, config=cfg)
+        rollback_log_compaction_attempt(t, i, config=cfg.rollback_config())
 
     return InstantAttempt(
         table,

@@ -1,11 +1,11 @@
 """Rollback of a failed (pending) write end to end: plan -> execute -> ``.rollback``, as Hudi 0.14 does it for
 timeline layout 1 (``BaseRollbackPlanActionExecutor`` then ``MergeOnReadRollbackActionExecutor``).
 
-:func:`rollback_write` rolls back one pending write (a compaction or log compaction instant is delegated to its own
-rollback), :func:`rollback_stale_writes` every stale one (live writers, with a fresh heartbeat, are never touched).
-A failed rollback is not undone but resumed: its pending ``<R>.rollback`` names its target, and the next rollback
-of that target (or of the stale writes) finishes it from its plan; a pending rollback whose plan does not decode is
-removed by :func:`~lake_orchestration.hudi.services.rollback.repair.remove_unreadable_rollback`.
+:func:`rollback_write` rolls back one pending write (a compaction or log compaction instant is delegated to
+:mod:`.compaction`), :func:`rollback_stale_writes` every stale one (live writers, with a fresh heartbeat, are never
+touched). A failed rollback is not undone but resumed: its pending ``<R>.rollback`` names its target, and the next
+rollback of that target (or of the stale writes) finishes it from its plan; a pending rollback whose plan does not
+decode is removed by :func:`~lake_orchestration.hudi.services.rollback.repair.remove_unreadable_rollback`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ from typing import Any
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.services.compaction import rollback as compaction_rollback
 from lake_orchestration.hudi.services.rollback.committer import commit_rollback
+from lake_orchestration.hudi.services.rollback.compaction import (
+    rollback_inflight_compaction,
+    rollback_inflight_log_compaction,
+)
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.executor import execute_rollback
 from lake_orchestration.hudi.services.rollback.planner import (
@@ -115,14 +118,14 @@ def _rollback_write(table: HudiTable, instant: str, *, dry_run: bool, cfg: Rollb
         if itr is not None and itr.action in {a.value for a in WRITE_ACTIONS}:
             target = Instant(InstantTime(instant), Action(itr.action), State.INFLIGHT)
     if target is not None and target.action is Action.COMPACTION:  # validates, then checks the metadata table
-        done = compaction_rollback.rollback_inflight_compaction(table, instant, dry_run=dry_run, config=cfg)
+        done = rollback_inflight_compaction(table, instant, dry_run=dry_run, config=cfg)
         return (
             done
             if done is not None
             else RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action="compaction"))
         )
     if target is not None and target.action is Action.LOG_COMPACTION:  # refused while its heartbeat is fresh
-        done = compaction_rollback.rollback_inflight_log_compaction(table, instant, dry_run=dry_run, config=cfg)
+        done = rollback_inflight_log_compaction(table, instant, dry_run=dry_run, config=cfg)
         return (
             done
             if done is not None

@@ -6,12 +6,12 @@ merges). Clean never deletes a file a savepoint lists; archival stops at the fir
 removes the completed file, then the inflight one.
 
 :mod:`.planner` validates and computes the metadata, :mod:`.committer` writes the instant (a savepoint writes no
-data file, so there is no executor), :mod:`.rollback` deletes a savepoint.
+data file, so there is no executor), :mod:`.delete` deletes a savepoint.
 """
 
 from lake_orchestration.hudi.services.savepoint.committer import SavepointResult, create_savepoint
+from lake_orchestration.hudi.services.savepoint.delete import delete_savepoint
 from lake_orchestration.hudi.services.savepoint.planner import SavepointInfo, list_savepoints, savepoint_metadata
-from lake_orchestration.hudi.services.savepoint.rollback import delete_savepoint
 
 __all__ = [
     "SavepointInfo",

@@ -3,7 +3,7 @@
 :mod:`.universal` (the universal compaction picker), :mod:`.planner` (:func:`plan_compaction`: a unit per bucket),
 :mod:`.executor` (:func:`execute_compaction`: ``MergeTreeCompactTask.doCompact`` per bucket, data files only),
 :mod:`.merge` (sort-merge with the merge engine), :mod:`.committer` (:func:`commit_compaction`: the COMPACT
-snapshot), :mod:`.rollback` (orphans of failed attempts), :mod:`.service` (:func:`run_compaction`: all of them).
+snapshot), :mod:`.orphans` (orphans of failed attempts), :mod:`.service` (:func:`run_compaction`: all of them).
 """
 
 from lake_orchestration.paimon.services.compaction.committer import PaimonCompactionCommit, commit_compaction
@@ -15,16 +15,16 @@ from lake_orchestration.paimon.services.compaction.executor import (
     execute_compaction,
     interval_partition,
 )
-from lake_orchestration.paimon.services.compaction.planner import (
-    BucketCompaction,
-    PaimonCompactionPlan,
-    plan_compaction,
-)
-from lake_orchestration.paimon.services.compaction.rollback import (
+from lake_orchestration.paimon.services.compaction.orphans import (
     OrphanFiles,
     abort_execution,
     orphan_files,
     remove_orphan_files,
+)
+from lake_orchestration.paimon.services.compaction.planner import (
+    BucketCompaction,
+    PaimonCompactionPlan,
+    plan_compaction,
 )
 from lake_orchestration.paimon.services.compaction.service import PaimonCompactionResult, run_compaction
 from lake_orchestration.paimon.services.compaction.universal import (

@@ -10,8 +10,8 @@ from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import PaimonCommitConflictError
 from lake_orchestration.paimon.services.compaction.committer import PaimonCompactionCommit, commit_compaction
 from lake_orchestration.paimon.services.compaction.executor import PaimonCompactionExecution, execute_compaction
+from lake_orchestration.paimon.services.compaction.orphans import abort_execution
 from lake_orchestration.paimon.services.compaction.planner import PaimonCompactionPlan, plan_compaction
-from lake_orchestration.paimon.services.compaction.rollback import abort_execution
 from lake_orchestration.paimon.table import PaimonTable
 
 DEFAULT_MAX_REPLANS = 3

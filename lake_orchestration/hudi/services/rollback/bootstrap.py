@@ -3,18 +3,18 @@ dropped.
 
 Java (``SparkRDDWriteClient.rollbackFailedBootstrap``) finds a pending instant at or before ``00000000000002`` and
 restores the table to its initial state; here each pending bootstrap instant (``...02``, then ``...01``) is rolled
-back by :func:`~lake_orchestration.hudi.services.rollback.rollback_write` (from its markers: the skeleton or base
-files it wrote are deleted, ``<R>.rollback`` is written), and the bootstrap index, which a METADATA_ONLY commit
-writes just before its completed instant, is removed when ``...01`` is not completed. The source files are never
-touched. Afterwards the table has no commit, so a new bootstrap can run.
+back by :func:`~.service.rollback_write` (from its markers: the skeleton or base files it wrote are deleted,
+``<R>.rollback`` is written), and the bootstrap index, which a METADATA_ONLY commit writes just before its completed
+instant, is removed when ``...01`` is not completed. The source files are never touched. Afterwards the table has no
+commit, so a new bootstrap can run. Nothing here imports the bootstrap service (it imports this).
 """
 
 from __future__ import annotations
 
 from lake_orchestration.hudi.hfile.bootstrap_index import FILE_ID_INDEX_PATH, PARTITION_INDEX_PATH
 from lake_orchestration.hudi.model.instant import FULL_BOOTSTRAP_INSTANT, METADATA_BOOTSTRAP_INSTANT, Instant
-from lake_orchestration.hudi.services.rollback import rollback_write
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+from lake_orchestration.hudi.services.rollback.service import rollback_write
 from lake_orchestration.hudi.table import HudiTable
 
 

@@ -1,4 +1,7 @@
-"""Rolling back an inflight compaction: delete the attempt's base files, revert the plan to requested.
+"""Rolling back an inflight compaction or log compaction attempt: delete the files the attempt wrote, revert the
+plan to requested. The compaction and log compaction services call these (their attempt's rollback), and
+:func:`~lake_orchestration.hudi.services.rollback.service.rollback_write` delegates a compaction or log compaction
+instant here; nothing here imports those services.
 
 Mirrors Hudi 0.14 (services.md §5.4): a rollback instant with a ``HoodieRollbackPlan`` (``instantToRollback`` =
 the compaction), the files the attempt wrote (``{fileId}_*_{instant}.parquet`` of the plan's file groups, found by
@@ -186,6 +189,17 @@ def rollback_inflight_log_compaction(
                 inflight_path=inflight,
             )
         return _rollback_inflight_plan(table, instant, Action.LOG_COMPACTION, dry_run=dry_run, cfg=cfg)
+
+
+def rollback_log_compaction_attempt(
+    table: HudiTable, instant: str, *, config: RollbackConfig | None = None
+) -> Instant | None:
+    """Roll back the crashed attempt of log compaction ``instant``; for a caller that judged it dead under the table
+    lock it holds (the liveness is not checked again, the nested lock is the same). Returns the rollback instant.
+
+    ``config``: as :func:`rollback_inflight_compaction` (log compaction passes ``CompactionConfig.rollback_config()``).
+    """
+    return rollback_inflight_log_compaction(table, instant, config=config, check_liveness=False)
 
 
 def _refuse_live_attempt(
