@@ -3,7 +3,7 @@
 Mirrors ``HoodieTimelineArchiver.deleteArchivedInstants`` / ``deleteAnyLeftOverMarkers`` (0.14/0.15): pending state
 files are deleted before completed ones, completed ones in ascending time (HUDI-7207); then the instants' leftover
 marker folders and ``.aux`` copies. A crash in the middle leaves instants both archived and active: the next run
-finishes their deletion (:mod:`.rollback`), so an instant is never lost nor archived twice.
+finishes their deletion (:mod:`.recovery`), so an instant is never lost nor archived twice.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 and commit it, then remove abandoned temporary files; ``dry_run`` only reports.
 
 Each step is a function of its own module: :func:`.planner.schedule_clean` -> :func:`.executor.execute_clean_plan` ->
-:func:`.committer.commit_clean` (:mod:`.rollback`: how a failed attempt is finished).
+:func:`.committer.commit_clean` (:mod:`.recovery`: how a failed attempt is finished).
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def execute_log_compaction_attempt(
     next run that this attempt is gone). Under the table lock,
     a plan found inflight is refused while its attempt's heartbeat is fresh (or, without a heartbeat, while its
     inflight file is younger than the expiry), and otherwise rolled back first (the crashed attempt's log files
-    deleted, :mod:`.rollback`).
+    deleted, :func:`rollback_log_compaction_attempt`).
 
     Raises:
         InstantNotFoundError: no pending log compaction ``instant``.
