@@ -190,11 +190,11 @@ def _decompress(payload: bytes, compression: Compression, header: BlockHeader, o
     return data
 
 
-def compress(data: bytes, compression: Compression) -> bytes:
+def compress(data: bytes, compression: Compression, *, gzip_os_byte: int = 0) -> bytes:
     if compression == Compression.NONE:
         return data
     if compression == Compression.GZ:
-        return gzip_compress(data)
+        return gzip_compress(data, os_byte=gzip_os_byte)
     raise ValueError(f"compression {compression.name} is not supported for writing (NONE or GZ)")
 
 
@@ -206,11 +206,12 @@ def frame_block(
     compression: Compression,
     checksum_type: ChecksumType = ChecksumType.CRC32C,
     bytes_per_checksum: int = DEFAULT_BYTES_PER_CHECKSUM,
+    gzip_os_byte: int = 0,
 ) -> bytes:
     """Header + (compressed) data + checksums, as HBase's ``HFileBlock.Writer.finishBlock`` lays a block out."""
     if checksum_type == ChecksumType.NULL:
         raise ValueError("writing blocks without checksums is not supported (HBase writes CRC32C or CRC32)")
-    on_disk = compress(data, compression)
+    on_disk = compress(data, compression, gzip_os_byte=gzip_os_byte)
     data_with_header = HEADER_SIZE + len(on_disk)
     n_chunks = -(-data_with_header // bytes_per_checksum)
     header = _HEADER.pack(

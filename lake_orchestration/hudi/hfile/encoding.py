@@ -158,11 +158,16 @@ _JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
 _JAVA_DEFLATE_LEVEL = 6
 
 
-def gzip_compress(data: bytes) -> bytes:
-    """Gzip ``data`` the way HBase's GZ codec (pure-Java path) does: Java's header, raw deflate, CRC32, ISIZE."""
+def gzip_compress(data: bytes, *, os_byte: int = 0) -> bytes:
+    """Gzip ``data`` the way HBase's GZ codec (pure-Java path) does: Java's header, raw deflate, CRC32, ISIZE.
+
+    ``os_byte`` is the header's OS field: 0 from HBase's own ``ReusableGzipOutputStream`` (Hudi 0.14's bootstrap
+    index), 255 ("unknown") from Hadoop 3's ``BuiltInGzipCompressor`` (the metadata table's log blocks written by
+    Hudi 0.15)."""
     compressor = zlib.compressobj(_JAVA_DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY)
     body = compressor.compress(data) + compressor.flush()
-    return _JAVA_GZIP_HEADER + body + struct.pack("<II", crc32(data), len(data) & 0xFFFFFFFF)
+    header = _JAVA_GZIP_HEADER[:9] + bytes([os_byte])
+    return header + body + struct.pack("<II", crc32(data), len(data) & 0xFFFFFFFF)
 
 
 def gzip_decompress(data: bytes) -> bytes:

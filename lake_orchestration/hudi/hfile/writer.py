@@ -57,6 +57,9 @@ class HFileWriterOptions:
     """Size at which a leaf or intermediate index block is closed (``hfile.index.block.max.size``)."""
     min_index_num_entries: int = DEFAULT_MIN_INDEX_NUM_ENTRIES
     """Minimum entries per intermediate index block (``hfile.index.block.min.entries``)."""
+    gzip_os_byte: int = 0
+    """The OS field of each GZ block's gzip header: 0 as HBase's own gzip stream writes it (Hudi 0.14's bootstrap
+    index), 255 as Hadoop 3's ``BuiltInGzipCompressor`` does (Hudi 0.15's metadata-table log blocks)."""
 
     def __post_init__(self) -> None:
         if self.compression not in (Compression.NONE, Compression.GZ):
@@ -217,6 +220,7 @@ class HFileWriter:
             compression=opts.compression,
             checksum_type=opts.checksum_type,
             bytes_per_checksum=opts.bytes_per_checksum,
+            gzip_os_byte=opts.gzip_os_byte,
         )
         self._prev_offset[block_type] = self._pos
         self._out.append(framed)
