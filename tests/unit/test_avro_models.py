@@ -71,9 +71,7 @@ COMPACTION_PLAN = CompactionPlan(
     preserve_hoodie_metadata=True,
 )
 ACTION_INSTANT = ActionInstant(timestamp="20250101000000000", action="commit", state="COMPLETED")
-CLEAN_FILE = CleanFileInfo(
-    file_path=f"{BASE}/p1/f1-0_0-1-1_20241231000000000.parquet", is_bootstrap_base_file=False
-)
+CLEAN_FILE = CleanFileInfo(file_path=f"{BASE}/p1/f1-0_0-1-1_20241231000000000.parquet", is_bootstrap_base_file=False)
 CLEANER_PLAN = CleanerPlan(
     earliest_instant_to_retain=ACTION_INSTANT,
     last_completed_commit_timestamp="20250102000000000",
@@ -198,9 +196,7 @@ ARCHIVED_ENTRIES = (
         hoodie_clean_metadata=CLEAN_METADATA, commit_time="20250103000000000", action_type="clean", version=1
     ),
     ArchivedMetaEntry(hoodie_cleaner_plan=CLEANER_PLAN, action_type="clean", action_state="REQUESTED"),
-    ArchivedMetaEntry(
-        hoodie_compaction_plan=COMPACTION_PLAN, action_type="compaction", action_state="REQUESTED"
-    ),
+    ArchivedMetaEntry(hoodie_compaction_plan=COMPACTION_PLAN, action_type="compaction", action_state="REQUESTED"),
     ArchivedMetaEntry(hoodie_save_point_metadata=SAVEPOINT_METADATA, action_type="savepoint"),
     ArchivedMetaEntry(hoodie_requested_replace_metadata=REQUESTED_REPLACE, action_type="replacecommit"),
 )
@@ -264,9 +260,11 @@ def upstream_reader_schemas() -> dict[str, Any]:
     for stem in PARSE_ORDER:
         if stem == "HoodieIndexCommitMetadata":
             # Not among the upstream .avsc copies; the only source is a Java-written (1.x) file.
-            doc = json.loads(
-                (UPSTREAM_AVRO / "embedded" / "HoodieIndexCommitMetadata.v8-writer.json").read_text()
-            )
+            doc = json.loads((UPSTREAM_AVRO / "embedded" / "HoodieIndexCommitMetadata.v8-writer.json").read_text())
+        elif stem == "HoodieMetadata":
+            # Not among the upstream .avsc copies either: the packaged file is the schema of the 0.15.0 bundle's
+            # generated HoodieMetadataRecord class (tests/java/test_metadata_table_java.py checks it against Java).
+            doc = json.loads((PACKAGED / "HoodieMetadata.avsc").read_text())
         else:
             doc = _strip_comments((UPSTREAM_AVRO / f"{stem}.avsc").read_text())
         fastavro.parse_schema(doc, named)
@@ -338,9 +336,7 @@ def _assert_resolved(ours: Any, theirs: Any, where: str = "$") -> None:
 
 
 @pytest.mark.parametrize("model", TOP_LEVEL, ids=_ids(TOP_LEVEL))
-def test_upstream_avsc_reader_resolves_our_bytes(
-    model: AvroModel, upstream_reader_schemas: dict[str, Any]
-) -> None:
+def test_upstream_avsc_reader_resolves_our_bytes(model: AvroModel, upstream_reader_schemas: dict[str, Any]) -> None:
     reader_schema = upstream_reader_schemas[model.AVRO_NAME]
     _assert_resolved(model.to_avro(), _read_with(model.to_bytes(), reader_schema))
 
@@ -371,9 +367,7 @@ def test_upstream_avsc_reader_compaction_plan_keeps_operations(
 # ---------------------------------------------------------------- schemas
 
 
-@pytest.mark.parametrize(
-    "name", ["HoodieRollbackPlan", "HoodieRollbackMetadata", "HoodieRequestedReplaceMetadata"]
-)
+@pytest.mark.parametrize("name", ["HoodieRollbackPlan", "HoodieRollbackMetadata", "HoodieRequestedReplaceMetadata"])
 def test_schema_text_equals_java_v6_writer_schema(name: str) -> None:
     java = json.loads((PACKAGED / f"{name}.v6-writer.json").read_text())
     assert schema_text(name) == json.dumps(java, separators=(",", ":"))
@@ -424,9 +418,7 @@ def test_encode_container_sync_marker_random() -> None:
 
 
 def test_decode_container_returns_record_and_writer_schema() -> None:
-    record, writer = decode_container(
-        encode_container(INSTANT.to_avro(), schema_for("HoodieInstantInfo")), path=PATH
-    )
+    record, writer = decode_container(encode_container(INSTANT.to_avro(), schema_for("HoodieInstantInfo")), path=PATH)
     assert record == {"commitTime": "20250126040826878", "action": "deltacommit"}
     assert writer == schema_for("HoodieInstantInfo")
 
@@ -474,9 +466,7 @@ def test_decode_container_magic_only_raises_corrupt_file_error() -> None:
 
 
 def test_from_bytes_other_record_type_raises_corrupt_file_error() -> None:
-    with pytest.raises(
-        CorruptFileError, match=r"expected an Avro HoodieRollbackMetadata record.*HoodieRollbackPlan"
-    ):
+    with pytest.raises(CorruptFileError, match=r"expected an Avro HoodieRollbackMetadata record.*HoodieRollbackPlan"):
         RollbackMetadata.from_bytes(ROLLBACK_PLAN.to_bytes(), path=PATH)
 
 

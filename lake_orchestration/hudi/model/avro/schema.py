@@ -47,6 +47,7 @@ PARSE_ORDER: tuple[str, ...] = (
     "HoodieBootstrapPartitionMetadata",
     "HoodieBootstrapFilePartitionInfo",
     "HoodieBootstrapIndexInfo",
+    "HoodieMetadata",
 )
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
