@@ -83,7 +83,7 @@ if sys.argv[2] != "local":
     from lake_orchestration.engines.spark import SparkEngine, warm_up
     engine = SparkEngine(local_spark_session(master=sys.argv[2], conf={"spark.driver.memory": "2g"}))
     # start the Python workers (long-lived executors in production) so the timing is the compaction itself
-    engine.map_tasks(warm_up, ["warm"] * 4, description="warm up")
+    engine.map_tasks(warm_up, ["lake_orchestration.hudi.services.compaction.executor"] * 4, description="warm up")
     if len(sys.argv) > 5:  # warm workers: compact another copy of the table first
         run_compaction(HudiTable(sys.argv[5]), config=cfg, engine=engine)
 w0 = worker_cpu()

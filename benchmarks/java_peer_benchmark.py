@@ -583,7 +583,8 @@ def main() -> None:
         from lake_orchestration.engines.spark_session import local_spark_session
 
         engine = SparkEngine(local_spark_session(master="local[2]"))
-        engine.map_tasks(spark_warm_up, ["warm"] * 4, description="warm up")
+        compaction_module = "lake_orchestration.hudi.services.compaction.executor"
+        engine.map_tasks(spark_warm_up, [compaction_module] * 4, description="warm up")
         label, counted = "ours Spark", False
     b = Bench(java, root, args.rounds, engine, label, counted, profile={o for o in args.profile.split(",") if o})
     try:

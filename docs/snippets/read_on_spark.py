@@ -5,10 +5,10 @@ import tempfile
 from pathlib import Path
 
 from lake_orchestration.datagen import generate_trips, generate_updates
-from lake_orchestration.engines.local import LocalEngine
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.engines.spark_session import local_spark_session
-from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.engine_read import read_snapshot_on, snapshot_dataframe
 from lake_orchestration.hudi.write import WriteOptions, write_table
 
 path = str(Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()) / "trips")
@@ -21,10 +21,10 @@ write_table(path, generate_updates(trips, fraction=0.2, seed=2), operation="upse
 spark = local_spark_session(master="local[2]")  # checks for Java 17+ first (JavaNotFoundError)
 try:
     table = HudiTable(path)
-    df = SparkEngine(spark).snapshot_dataframe(table)  # a DataFrame: keep the work on the cluster
+    df = snapshot_dataframe(SparkEngine(spark), table)  # a DataFrame: keep the work on the cluster
     print(sorted((r["city"], r["count"]) for r in df.groupBy("city").count().collect()))
-    on_spark = SparkEngine(spark).read_snapshot(table)  # or collect it as a pyarrow.Table
-    local = LocalEngine().read_snapshot(table)
+    on_spark = read_snapshot_on(SparkEngine(spark), table)  # or collect it as a pyarrow.Table
+    local = read_snapshot_table(table)
     assert on_spark.sort_by("_hoodie_record_key").equals(local.sort_by("_hoodie_record_key"))
     print(on_spark.num_rows, "rows on Spark == in-process")
 finally:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from lake_orchestration.engines.base import Engine
 
 EngineName = Literal["local", "spark"]
+"""The engines of :func:`lake_orchestration.engines.factory.build_engine`."""
 
 INSTANT_MAP_INDEX = "{{ task.instant }}"
 """The default ``map_index_template`` of :class:`HudiExecuteCompactionOperator`: the (rendered) plan instant."""
@@ -143,17 +144,16 @@ class HudiEngineOperator(HudiTableOperator):
         return master or "local[*]", conf
 
     def make_engine(self) -> Engine:
-        """The engine of this task: a :class:`~lake_orchestration.engines.local.LocalEngine`, or a Spark engine on a
-        session built from :meth:`spark_settings` (the worker needs Java 17 and pyspark)."""
+        """The engine of this task, from the one factory (:func:`~lake_orchestration.engines.factory.build_engine`):
+        a :class:`~lake_orchestration.engines.local.LocalEngine` (with one thread, the in-process path the CLI and
+        Dagster take), or a Spark engine on a session built from :meth:`spark_settings`, started on the first task
+        (the worker needs Java 17 and pyspark)."""
+        from lake_orchestration.engines.factory import build_engine
+
         if self.engine == "local":
-            from lake_orchestration.engines.local import LocalEngine
-
-            return LocalEngine(threads=self.threads)
-        from lake_orchestration.engines.spark import SparkEngine
-        from lake_orchestration.engines.spark_session import local_spark_session
-
+            return build_engine("local", threads=self.threads)
         master, conf = self.spark_settings()
-        return SparkEngine(local_spark_session(master=master, app_name=f"airflow-{self.task_id}", conf=conf))
+        return build_engine("spark", spark_master=master, spark_conf=conf, app_name=f"airflow-{self.task_id}")
 
 
 class HudiScheduleCompactionOperator(HudiTableOperator):
@@ -256,11 +256,14 @@ class HudiCleanOperator(HudiEngineOperator):
         self.dry_run = dry_run
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from lake_orchestration.engines.factory import build_engine
         from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
 
         location = self.location()
         config = CleanConfig.from_options(self.service_options(location))
-        engine = self.make_engine() if self.engine == "spark" else None
+        # locally the deletes run on clean's own thread pool (its in-process path), as before: ``threads`` is for
+        # tasks that compute, not for deletes that wait on storage
+        engine = self.make_engine() if self.engine == "spark" else build_engine("local")
         result = run_clean(location.open_table(), config, dry_run=self.dry_run, engine=engine)
         self.log.info(
             "%s: clean %s %s %d file(s); %s",

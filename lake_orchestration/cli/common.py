@@ -117,7 +117,7 @@ def engine_options(
     master_help: str | None = None,
 ) -> Callable[[F], F]:
     """Add ``--engine`` (``choices``, ``default``) and ``--spark-master`` (checked by :func:`spark_master`) to a
-    command; :func:`engine_or_none` turns them into the engine."""
+    command; :func:`cli_engine` turns them into the engine."""
 
     def decorate(fn: F) -> F:
         fn = click.option(
@@ -130,48 +130,17 @@ def engine_options(
     return decorate
 
 
-def engine_or_none(engine: str, master: str) -> Any:
-    """The Spark engine on a local Spark session on ``master`` for ``--engine spark``, else None (in-process)."""
-    if engine != "spark":
-        return None
-    from lake_orchestration.engines.spark import SparkEngine
-    from lake_orchestration.engines.spark_session import local_spark_session
+def cli_engine(engine: str, master: str) -> Any:
+    """The engine of ``--engine`` / ``--spark-master`` (:func:`~lake_orchestration.engines.factory.build_engine`): a
+    local engine, or a Spark engine on an embedded session started on its first task (a command with nothing to do
+    answers without the ~15 s of a Spark JVM start)."""
+    from lake_orchestration.engines.factory import build_engine
 
-    return SparkEngine(local_spark_session(master=master))
+    return build_engine(engine, spark_master=master)
 
 
-class LazySparkEngine:
-    """The Spark engine of ``--engine spark``, started on its first task: a command with nothing to do (a clean
-    with nothing to delete) answers without the ~15 s of a Spark JVM start. An empty task set never starts it."""
-
-    def __init__(self, master: str) -> None:
-        self.master = master
-        self._engine: Any = None
-
-    @property
-    def started(self) -> bool:
-        """True once Spark was started."""
-        return self._engine is not None
-
-    def _spark_engine(self) -> Any:
-        if self._engine is None:
-            self._engine = engine_or_none("spark", self.master)
-        return self._engine
-
-    def map_tasks(self, fn: Callable[..., Any], tasks: Any, *, description: str = "") -> list[Any]:
-        """:meth:`SparkEngine.map_tasks`; ``[]`` for no tasks, without starting Spark."""
-        if not tasks:
-            return []
-        return self._spark_engine().map_tasks(fn, tasks, description=description)  # type: ignore[no-any-return]
-
-    def map_record_groups(self, fn: Callable[..., Any], groups: Any, *, description: str = "") -> list[Any]:
-        """:meth:`SparkEngine.map_record_groups`; ``[]`` for no groups, without starting Spark."""
-        if not groups:
-            return []
-        return self._spark_engine().map_record_groups(fn, groups, description=description)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._spark_engine(), name)
+engine_or_none = cli_engine
+"""The former name of :func:`cli_engine` (it returned None for ``local``; every engine is now a real one)."""
 
 
 def duration_seconds(text: str) -> float:

@@ -24,7 +24,7 @@ import dagster as dg
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.progress import progress_in_run_log
-from lake_orchestration.dagster.resources import spark_engine
+from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
@@ -244,7 +244,9 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             try:
                 with progress_in_run_log(context, spark):
-                    execution = execute_plan(table, instant, config=compaction_config(), engine=spark_engine(spark))
+                    execution = execute_plan(
+                        table, instant, config=compaction_config(), engine=table_engine(cfg.engine, spark)
+                    )
             except InstantInProgressError as err:
                 # another process (a second deployment, the CLI) executes this plan and will commit it
                 context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {err.detail}")

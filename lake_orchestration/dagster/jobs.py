@@ -28,7 +28,7 @@ import dagster as dg
 from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
-from lake_orchestration.dagster.resources import spark_engine
+from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
 from lake_orchestration.hudi.services.clean import CleanExecution
 
@@ -328,7 +328,9 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
             for instant in planned.files_by_instant:
                 step.instant = instant
                 try:
-                    executions.append(execute_clean_plan(table, instant, engine=spark_engine(spark), config=clean))
+                    executions.append(
+                        execute_clean_plan(table, instant, engine=table_engine(cfg.engine, spark), config=clean)
+                    )
                 except InstantInProgressError as err:  # another process executes this clean: leave it to it
                     context.log.warning(f"Skipping clean {instant} of {cfg.name}: {err.detail}")
                     skipped.append(instant)

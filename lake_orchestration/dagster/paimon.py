@@ -34,7 +34,7 @@ import dagster as dg
 from lake_orchestration.dagster.assets import build_health_asset
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import DagsterHudiError, SensorCursorError, hudi_step
-from lake_orchestration.dagster.resources import spark_engine
+from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator, service_executor
 from lake_orchestration.errors import PaimonCommitConflictError
 from lake_orchestration.paimon.health import PaimonTableHealth, paimon_table_health
@@ -168,7 +168,7 @@ def build_paimon_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiT
                 context.log.info(f"{cfg.name}: no compaction needed at snapshot {plan.snapshot_id}")
                 return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=None, commit_user=commit_user)
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-            execution = execute_compaction(plan, storage=table.storage, engine=spark_engine(spark))
+            execution = execute_compaction(plan, storage=table.storage, engine=table_engine(cfg.engine, spark))
         context.add_output_metadata(execution_metadata(execution))
         return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=execution, commit_user=commit_user)
 

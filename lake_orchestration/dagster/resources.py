@@ -45,10 +45,10 @@ def build_spark_resource(spark_config: Mapping[str, Any] | None = None) -> HudiP
     return HudiPySparkResource(spark_config=normalize_spark_config(spark_config))
 
 
-def spark_engine(spark: Any) -> Any:
-    """The Spark engine over the ``pyspark`` resource's session, or None (in-process) without one."""
-    if spark is None:
-        return None
-    from lake_orchestration.engines.spark import SparkEngine
+def table_engine(engine: str, spark: Any = None) -> Any:
+    """The engine of a table's step, from the one factory
+    (:func:`~lake_orchestration.engines.factory.build_engine`): ``local`` (in the step's process, with the local
+    engine's in-process speed-ups), or ``spark`` on the ``pyspark`` resource's session ``spark``."""
+    from lake_orchestration.engines.factory import build_engine
 
-    return SparkEngine(spark)
+    return build_engine(engine, session=spark)

@@ -2,8 +2,17 @@
 in this process (:class:`~lake_orchestration.engines.local.LocalEngine`) or on Spark executors
 (:class:`~lake_orchestration.engines.spark.SparkEngine`) and returns every result.
 
-A service takes ``engine: Engine | None`` (``None``: the local engine) and never imports an engine module, so this
-module sits below the services (and ``hudi.write``) in the layers contract, while the engines sit above them.
+A service takes ``engine: Engine`` (the local engine by default: :func:`lake_orchestration.engines.local.or_local`
+turns an omitted engine into a :class:`~lake_orchestration.engines.local.LocalEngine`, so no service branches on a
+missing engine) and never imports the Spark engine. This module and the local engine sit below the services (and
+``hudi.write``) in the layers contract; the Spark engine and the factory
+(:func:`lake_orchestration.engines.factory.build_engine`, which every shell uses) sit above them. No engine module
+imports a Hudi or Paimon module: the engines run the tasks a table format hands them.
+
+What an engine can do beyond the protocol is a property of the engine, never of the shell that built it:
+``in_process`` (True on a one-thread :class:`~lake_orchestration.engines.local.LocalEngine`) tells a service that the
+tasks would run here, one after the other, so it may run them itself and share state between them (compaction keeps
+the log blocks its check decoded and stops between file groups once another process took the plan over).
 
 Task rules (so a task runs the same everywhere):
 
@@ -24,8 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from lake_orchestration.hudi.model.file_group import make_write_token
-
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -43,13 +50,19 @@ class TaskAttempt:
 
     @property
     def write_token(self) -> str:
-        return make_write_token(self.partition_id, self.stage_id, self.attempt_id)
+        """``{taskPartitionId}-{stageId}-{taskAttemptId}`` (Hudi's ``FSUtils.makeWriteToken``)."""
+        return f"{self.partition_id}-{self.stage_id}-{self.attempt_id}"
 
 
 class Engine(Protocol):
     """Runs the per-file-group work of a service (see the module doc for the task rules)."""
 
     name: str
+    """``local`` or ``spark`` (logs and progress lines)."""
+
+    in_process: bool
+    """True when the tasks would run in this process and thread, one after the other (see the module doc): the
+    service may then run them itself instead of through :meth:`map_tasks`."""
 
     def map_tasks(self, fn: Callable[[T], list[R]], tasks: Sequence[T], *, description: str) -> list[R]:
         """``fn`` on every task (one engine task each); all results, in task order on the local engine.

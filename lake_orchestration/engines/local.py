@@ -1,4 +1,4 @@
-"""The local engine: the same task functions, run in this process.
+"""The local engine: the same task functions, run in this process; the default engine of every service.
 
 Tasks run one after the other by default, in task order (the write token of each is the one its service set). With
 ``threads=N`` they run on a thread pool (pyarrow releases the GIL in decoding, merging and writing): results still
@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.snapshot import read_snapshot_table
+if TYPE_CHECKING:
+    from lake_orchestration.engines.base import Engine
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 class LocalEngine:
-    """In-process engine for tests, small tables and ``--engine local``.
+    """In-process engine: the default of every service, for tests, small tables and ``--engine local``.
 
     Args:
         threads: run up to this many tasks at once on threads (1: one after the other, in this thread).
@@ -33,6 +33,12 @@ class LocalEngine:
         if threads < 1:
             raise ValueError(f"LocalEngine(threads={threads}): expected an integer >= 1")
         self.threads = threads
+
+    @property
+    def in_process(self) -> bool:
+        """True with one thread: the tasks run here one after the other, so a service may run them itself (and
+        keep state between them, e.g. compaction's decoded log blocks); see :mod:`lake_orchestration.engines.base`."""
+        return self.threads == 1
 
     def map_tasks(self, fn: Callable[[T], list[R]], tasks: Sequence[T], *, description: str = "") -> list[R]:
         if self.threads == 1 or len(tasks) <= 1:
@@ -49,5 +55,8 @@ class LocalEngine:
     ) -> list[R]:
         return self.map_tasks(lambda g: fn(*g), groups, description=description)
 
-    def read_snapshot(self, table: HudiTable) -> pa.Table:
-        return read_snapshot_table(table)
+
+def or_local(engine: Engine | None) -> Engine:
+    """``engine``, or a one-thread :class:`LocalEngine` when it is omitted: the one place an omitted engine is
+    resolved (a service's ``engine: Engine | None = None`` parameter starts with ``engine = or_local(engine)``)."""
+    return engine if engine is not None else LocalEngine()

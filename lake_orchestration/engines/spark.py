@@ -10,12 +10,14 @@ Storage options never travel in a DataFrame (nor in a plan, a job description or
 function, which puts them back into the task on the executor.
 
 Results come back pickled (a binary column): they are the service's own typed values (write stats, delete results).
+:meth:`SparkEngine.map_arrow` instead leaves the rows a task function yields in a DataFrame (a table format's reader
+builds its Spark read on it).
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, TypeVar
@@ -24,12 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.engines.base import TaskAttempt
-from lake_orchestration.engines.codec import decode_task, decode_value, encode_task, encode_value
-from lake_orchestration.hudi.log.scanner import InstantFilter
-from lake_orchestration.hudi.merge.record_merger import MergeConfig
-from lake_orchestration.hudi.model.file_group import FileSlice
-from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.snapshot import merge_config_for, read_file_slice, table_arrow_schema
+from lake_orchestration.engines.codec import decode_task, encode_task
 from lake_orchestration.io.executor_options import options_for_executors
 
 T = TypeVar("T")
@@ -52,6 +49,7 @@ class SparkEngine:
     """
 
     name = "spark"
+    in_process = False
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -112,48 +110,43 @@ class SparkEngine:
             rows = df.mapInArrow(runner, "result binary").collect()
         return [pickle.loads(r["result"]) for r in rows]
 
-    def read_snapshot(self, table: HudiTable) -> pa.Table:
-        """The merged snapshot, one Spark task per file slice; returns an Arrow table on the driver."""
-        df = self.snapshot_dataframe(table)
-        if df is None:
-            schema = table_arrow_schema(table)
-            return schema.empty_table() if schema is not None else pa.table({})
-        return df.toArrow()
-
-    def snapshot_dataframe(self, table: HudiTable) -> Any:
-        """A Spark DataFrame of the merged snapshot (None for a table with no completed commit)."""
-        import json
-
-        latest = table.timeline.latest_completed_commit_time()
-        if latest is None:
-            return None
-        slices = table.fs_view().latest_merged_file_slices_before_or_on(str(latest))
-        schema = table_arrow_schema(table)
-        if schema is None or not slices:
-            return None
+    def map_arrow(
+        self,
+        fn: Callable[[T], Iterable[pa.Table]],
+        tasks: Sequence[T],
+        schema: pa.Schema,
+        *,
+        description: str = "",
+    ) -> Any:
+        """A DataFrame (lazy: nothing runs until it is used) of the rows ``fn`` yields for every task, each table
+        conforming to ``schema``; one Spark partition per task up to 256. The tasks travel as data, encoded
+        (:mod:`~lake_orchestration.engines.codec`) without their storage options, which travel inside the pickled
+        function as in :meth:`map_tasks`. ``description`` names the Spark job once the DataFrame runs in
+        :meth:`collect_arrow`."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        read = _SliceReadTask(
-            base_uri=table.base_uri,
-            storage_options=options_for_executors(table.base_uri, table.storage.options),
-            flt=InstantFilter.from_timeline(table.timeline, latest_instant=str(latest)),
-            merge=merge_config_for(table),
-            schema=schema,
+        bare, shared = _split_storage_options(tasks)
+        rows = [(i, encode_task(t)) for i, t in enumerate(bare)]
+        # one partition per task (no sparkContext: this must work over Spark Connect)
+        df = (
+            self.spark.createDataFrame(rows, "idx int, payload string")
+            .repartitionByRange(max(1, min(len(rows), _MAX_GROUP_PARTITIONS)), "idx")
+            .select("payload")
         )
-        rows = [(i, json.dumps(encode_value(s))) for i, s in enumerate(slices)]
-        # one partition per file slice (no sparkContext: this must work over Spark Connect)
-        ops = (
-            self.spark.createDataFrame(rows, "idx int, slice string")
-            .repartitionByRange(max(1, min(len(slices), _MAX_GROUP_PARTITIONS)), "idx")
-            .select("slice")
-        )
-        return ops.mapInArrow(read, from_arrow_schema(schema))
+        return df.mapInArrow(_MapArrow(fn, shared), from_arrow_schema(schema))
+
+    def collect_arrow(self, df: Any, *, description: str = "") -> pa.Table:
+        """``df`` collected on the driver as an Arrow table (one Spark job named ``description``)."""
+        with _job_description(self.spark, description):
+            return df.toArrow()
 
 
-def warm_up(_task: object) -> list[None]:
-    """A no-op task that imports the per-file-group code, so Python workers are started before timed work."""
-    import lake_orchestration.hudi.services.compaction.executor  # noqa: F401
+def warm_up(module: str) -> list[None]:
+    """A no-op task that imports ``module`` (the per-file-group code of a service), so Python workers are started
+    (and have imported it) before timed work."""
+    import importlib
 
+    importlib.import_module(module)
     return []
 
 
@@ -283,29 +276,20 @@ class _MapRecordGroups:
         yield from _results_batch(out)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _SliceReadTask:
-    """Picklable per-partition function: read each slice of the batch and yield its merged rows. The storage options
-    (completed for executors) travel only inside it."""
+@dataclass(frozen=True)
+class _MapArrow:
+    """Picklable per-partition function of :meth:`SparkEngine.map_arrow`: decode each task of the batch and yield
+    the rows ``fn`` gives for it. ``shared`` (storage options per base URI) travels only inside it."""
 
-    base_uri: str
-    storage_options: dict[str, Any]
-    flt: InstantFilter
-    merge: MergeConfig
-    schema: pa.Schema
+    fn: Callable[[Any], Iterable[pa.Table]]
+    shared: dict[str, dict[str, Any]]
 
     def __repr__(self) -> str:  # never show the storage options
-        return f"_SliceReadTask({self.base_uri!r})"
+        return f"_MapArrow({getattr(self.fn, '__qualname__', type(self.fn).__qualname__)!r})"
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import json
-
-        from lake_orchestration.hudi.merge.record_merger import conform
-        from lake_orchestration.io.storage import Storage
-
-        storage = Storage(self.base_uri, options=self.storage_options)
+        tc = _task_context()
         for batch in batches:
-            for text in batch.column(0).to_pylist():
-                fs = decode_value(FileSlice, json.loads(text))
-                for t in read_file_slice(storage, fs, instant_filter=self.flt, merge_config=self.merge):
-                    yield from conform(t, self.schema).to_batches()
+            for payload in batch.column(0).to_pylist():
+                for t in self.fn(_on_executor(decode_task(payload), self.shared, tc)):
+                    yield from t.to_batches()

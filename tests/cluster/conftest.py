@@ -465,6 +465,7 @@ def client_main(argv: list[str]) -> None:
     from lake_orchestration.engines.spark import SparkEngine
     from lake_orchestration.hudi.services.compaction import run_compaction
     from lake_orchestration.hudi.table import HudiTable
+    from lake_orchestration.hudi.table.engine_read import read_snapshot_on
 
     if mode == "standalone":
         from lake_orchestration.engines.spark_session import local_spark_session
@@ -492,7 +493,7 @@ def client_main(argv: list[str]) -> None:
         probe = SparkEngine(spark).map_tasks(probe_task, [str(i) for i in range(n)], description="probe")
         report["probe"] = [json.loads(r) for r in probe]
         report["client_pid"] = os.getpid()
-        snap = SparkEngine(spark).read_snapshot(HudiTable(table_path))
+        snap = read_snapshot_on(SparkEngine(spark), HudiTable(table_path))
         with pa.OSFile(str(Path(out) / "snapshot.arrow"), "wb") as f, pa.ipc.new_file(f, snap.schema) as w:
             w.write_table(snap)
         if mode == "standalone":

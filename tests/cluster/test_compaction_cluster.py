@@ -4,7 +4,7 @@ For each deployment (conftest.py starts it from the installed pyspark, on 127.0.
 with many deltacommits gets a compaction plan, is copied, and then
 
 * the plan is executed with ``run_compaction(table, engine=SparkEngine(<cluster session>))`` in a driver / Connect client
-  subprocess, which also reads the snapshot back with ``SparkEngine.read_snapshot`` on the same deployment;
+  subprocess, which also reads the snapshot back with ``read_snapshot_on(SparkEngine)`` on the same deployment;
 * the copy is compacted in-process (``engine=None``), the reference.
 
 The tests check that the compaction committed and hudi-rs reads the same rows as before, that the result equals the
@@ -133,7 +133,7 @@ def test_cluster_compaction_equals_in_process_compaction(cluster_run: ClusterRun
 
 def test_cluster_spark_engine_snapshot_equals_in_process(cluster_run: ClusterRun) -> None:
     run = cluster_run
-    # SparkEngine.read_snapshot on the deployment vs our in-process reader on the same table: every column
+    # read_snapshot_on(SparkEngine) on the deployment vs our in-process reader on the same table: every column
     assert_same_rows(run.spark_snapshot, read_snapshot_table(HudiTable(str(run.path))))
     # ... and vs hudi-rs on the in-process compacted copy
     assert_same_rows(run.spark_snapshot, hudi_rs_snapshot(run.twin), ignore=REWRITTEN_BY_SERVICES)

@@ -28,6 +28,7 @@ from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.compaction import load_plan, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from lake_orchestration.hudi.table.engine_read import read_snapshot_on
 from lake_orchestration.hudi.write import write_table
 from tests.objectstore.conftest import SECRET_KEY, S3Bucket
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
@@ -71,7 +72,7 @@ def _flow(uri: str, storage_options: Mapping[str, str], spark: Any) -> tuple[pa.
     )
     assert cleaned.deleted > 0 and not cleaned.failed, cleaned
     t = HudiTable(uri, storage_options=so)
-    snapshot = SparkEngine(spark).read_snapshot(t) if spark is not None else read_snapshot_table(t)
+    snapshot = read_snapshot_on(SparkEngine(spark), t) if spark is not None else read_snapshot_table(t)
     structure = sorted(
         (g.id.partition_path, tuple((s.base_file is not None, len(s.log_files)) for s in g.slices))
         for g in t.fs_view().all_file_groups()

@@ -11,6 +11,7 @@ import pytest
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.services.bootstrap import BootstrapMode, bootstrap
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.engine_read import read_snapshot_on
 from tests.services.test_bootstrap import (
     DATA_COLUMNS,
     DATES,
@@ -37,7 +38,7 @@ def test_bootstrap_on_spark_regex_mixed_reads_source_rows(spark, tmp_path: Path)
     assert all(p.name.count("_") == 2 for p in table_path.rglob("*_00000000000001.parquet"))
     modes = dict.fromkeys(DATES, BootstrapMode.METADATA_ONLY) | {"2024-01-02": BootstrapMode.FULL_RECORD}
     ours = _check_read(table_path, rows, modes)
-    on_spark = SparkEngine(spark).read_snapshot(HudiTable(str(table_path))).to_pandas()
+    on_spark = read_snapshot_on(SparkEngine(spark), HudiTable(str(table_path))).to_pandas()
     on_spark = on_spark.sort_values("id").reset_index(drop=True)
     pd.testing.assert_frame_equal(on_spark, ours[on_spark.columns], check_dtype=False)
     assert list(on_spark.columns[5:]) == DATA_COLUMNS

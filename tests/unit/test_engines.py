@@ -82,3 +82,47 @@ def test_local_engine_map_tasks_results_in_task_order(threads: int) -> None:
 
 def test_task_attempt_write_token_is_hudis() -> None:
     assert TaskAttempt(2, 5, 17).write_token == "2-5-17"  # FSUtils.makeWriteToken
+
+
+def test_factory_builds_the_local_engine_in_process_with_one_thread() -> None:
+    from lake_orchestration.engines.factory import build_engine
+    from lake_orchestration.engines.local import or_local
+
+    one, four = build_engine("local"), build_engine("local", threads=4)
+    assert isinstance(one, LocalEngine) and one.in_process and one.name == "local"
+    assert four.threads == 4 and not four.in_process  # tasks on a thread pool: through map_tasks
+    assert isinstance(or_local(None), LocalEngine) and or_local(None).in_process
+    assert or_local(four) is four
+    with pytest.raises(ValueError, match=r"engine 'flink': expected one of local, spark"):
+        build_engine("flink")
+
+
+def test_factory_spark_engine_starts_no_session_until_a_task_runs() -> None:
+    """The CLI's dry runs and empty task sets answer without a Spark JVM: the session starts on the first task."""
+    from lake_orchestration.engines.factory import LazySparkEngine, build_engine
+    from lake_orchestration.errors import EngineError
+
+    started: list[str] = []
+    lazy = LazySparkEngine(lambda: started.append("spark"))
+    assert (lazy.name, lazy.in_process) == ("spark", False)
+    assert lazy.map_tasks(_square, [], description="none") == [] and lazy.map_record_groups(_square, []) == []
+    assert not lazy.started and started == []
+    engine = build_engine("spark", spark_master="local[2]")
+    assert isinstance(engine, LazySparkEngine) and not engine.started
+    with pytest.raises(EngineError, match=r"Invalid Spark master 'bogus://x'"):
+        build_engine("spark", spark_master="bogus://x")  # checked before any JVM
+
+
+def test_engine_modules_import_no_table_format() -> None:
+    """Issue 24: the engines run what Hudi and Paimon hand them (also kept by the import-linter contract)."""
+    import ast
+    from pathlib import Path
+
+    import lake_orchestration.engines as engines
+
+    for path in Path(engines.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert not name.startswith(("lake_orchestration.hudi", "lake_orchestration.paimon")), (path, name)

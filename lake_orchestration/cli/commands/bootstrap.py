@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, option_passthrough, table_options
+from lake_orchestration.cli.common import cli_engine, engine_options, option_passthrough, table_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -116,7 +116,7 @@ def bootstrap_cmd(
         path,
         BootstrapConfig.from_options(hudi_opts),
         storage_options=storage,
-        engine=None if dry_run else engine_or_none(engine, spark_master),
+        engine=cli_engine("local" if dry_run else engine, spark_master),
         dry_run=dry_run,
     )
     out.show(result, _print_bootstrap)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lake_orchestration.cli.commands.inspect import fsview_rows, print_table_summary, table_summary, timeline_rows
-from lake_orchestration.cli.common import engine_options
+from lake_orchestration.cli.common import cli_engine, engine_options
 from lake_orchestration.cli.output import table
 from lake_orchestration.hudi.table import HudiTable
 
@@ -47,11 +47,9 @@ def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
     )
     local = local_snapshot(path)
     if engine == "spark":
-        from lake_orchestration.engines.spark import SparkEngine
-        from lake_orchestration.engines.spark_session import local_spark_session
+        from lake_orchestration.hudi.table.engine_read import read_snapshot_on
 
-        spark = local_spark_session(master=spark_master)
-        snap = SparkEngine(spark).read_snapshot(t)
+        snap = read_snapshot_on(cli_engine(engine, spark_master), t)
     else:
         snap = local
     summary = snapshot_summary(snap)

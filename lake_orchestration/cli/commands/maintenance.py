@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from lake_orchestration.cli.common import (
-    LazySparkEngine,
+    cli_engine,
     duration_seconds,
     engine_options,
     open_table,
@@ -173,7 +173,7 @@ def clean_cmd(path: str, dry_run: bool, options: tuple[str, ...], engine: str, s
         CleanConfig.from_options(parse_options(options)),
         dry_run=dry_run,
         # Spark starts only when there are files to delete: a clean with nothing to do answers at once
-        engine=None if dry_run or engine != "spark" else LazySparkEngine(spark_master),
+        engine=cli_engine("local" if dry_run else engine, spark_master),
     )
     out.show(res, _print_clean)
 

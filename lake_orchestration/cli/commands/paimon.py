@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_or_none, spark_master
+from lake_orchestration.cli.common import cli_engine, spark_master
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 
@@ -114,7 +114,7 @@ def paimon_compaction_run(path: str, full: bool, engine: str, spark_master: str,
     from lake_orchestration.paimon.services.compaction import run_compaction
 
     table_ = open_paimon_table(path)
-    out.show(run_compaction(table_, full=full, engine=engine_or_none(engine, spark_master)), _print_run)
+    out.show(run_compaction(table_, full=full, engine=cli_engine(engine, spark_master)), _print_run)
 
 
 def _print_health(health: PaimonTableHealth) -> None:

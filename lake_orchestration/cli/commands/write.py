@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, option_passthrough, table_options
+from lake_orchestration.cli.common import cli_engine, engine_options, option_passthrough, table_options
 from lake_orchestration.cli.output import Output, json_option
 from lake_orchestration.cli.storage_options import current_storage_options, storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -92,7 +92,7 @@ def write_cmd(
     from lake_orchestration.hudi.services.rollback import rollback_write
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
-    on = engine_or_none(engine, spark_master)
+    on = cli_engine(engine, spark_master)
     write_options = WriteOptions.from_hudi_options(hudi_opts)
     rollback = RollbackConfig.from_options(hudi_opts, lock=write_options.lock)
     result = write_table(

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import PROPERTIES_FILE, TABLE_CONFIG_PREFIX, HoodieKey
 from lake_orchestration.engines.base import Engine, TaskAttempt
+from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import (
     InvalidInstantStateError,
     InvalidTablePropertiesError,
@@ -232,6 +233,7 @@ def write_table(
         ValueError: missing key fields, null keys, bad option values.
     """
     op = WriteOperation(operation)
+    engine = or_local(engine)
     options = options or WriteOptions()
     # hoodie.parquet.* checked before anything is created or written
     parquet = ParquetWriteConfig.from_options(options.options, service="write", compression=options.compression)
@@ -290,10 +292,10 @@ def write_table(
         inflight = table.transition_to_inflight(requested, profile)
         tasks = _tasks(table, cfg, groups, latest, str(instant), op, options, full_avro, parquet)
         t_write = time.monotonic()
-        if engine is not None:
-            stats = engine.map_record_groups(write_group, tasks, description=f"write {instant}: file groups")
-        else:
+        if engine.in_process:
             stats = run_tasks_locally(tasks)
+        else:
+            stats = engine.map_record_groups(write_group, tasks, description=f"write {instant}: file groups")
         write_seconds = time.monotonic() - t_write
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         for s in stats:

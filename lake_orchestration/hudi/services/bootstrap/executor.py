@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
+from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import PlanError
 from lake_orchestration.hudi.hfile.bootstrap_index import BootstrapFileMapping
 from lake_orchestration.hudi.model.commit_metadata import RuntimeStats, WriteStat
@@ -229,10 +230,7 @@ def execute_metadata_only(
         requested = table.create_requested(metadata_only_instant(table))
     inflight = table.transition_to_inflight(requested)
     tasks = skeleton_tasks(table, plan, config)
-    if engine is not None:
-        writes = engine.map_tasks(write_skeleton, tasks, description=f"bootstrap {METADATA_BOOTSTRAP_INSTANT}")
-    else:
-        writes = [w for t in tasks for w in write_skeleton(t)]
+    writes = or_local(engine).map_tasks(write_skeleton, tasks, description=f"bootstrap {METADATA_BOOTSTRAP_INSTANT}")
     return MetadataOnlyExecution(inflight=inflight, writes=tuple(writes))
 
 

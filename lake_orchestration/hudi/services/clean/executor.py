@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lake_orchestration.engines.base import Engine
+from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
@@ -110,11 +111,12 @@ def delete_batch(task: DeleteTask) -> list[DeleteResult]:
 def delete_files(
     table: HudiTable, files: list[tuple[str, str]], *, engine: Engine | None = None, parallelism: int = 200
 ) -> list[DeleteResult]:
-    """Delete ``(partition, path)`` files in parallel: engine tasks of up to 500 files when an engine is given, else
-    threads."""
+    """Delete ``(partition, path)`` files in parallel: on a thread pool in this process when ``engine`` is in-process
+    (the default; deletes wait on storage, not on the CPU), else engine tasks of up to 500 files."""
     if not files:
         return []
-    if engine is None:
+    engine = or_local(engine)
+    if engine.in_process:
         with ThreadPoolExecutor(max_workers=min(_LOCAL_THREADS, parallelism, len(files))) as pool:
             return list(pool.map(lambda f: _delete(table.storage, *f), files))
     per_task = max(_FILES_PER_TASK, -(-len(files) // parallelism))

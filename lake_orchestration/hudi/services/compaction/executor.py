@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_orchestration.engines.base import Engine, TaskAttempt
+from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import CorruptLogBlockError, PlanError
 from lake_orchestration.hudi.log.scanner import InstantFilter, ScanStats, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import (
@@ -221,11 +222,10 @@ def find_corrupt_blocks(task: OperationTask) -> list[CorruptBlock]:
     return []
 
 
-def verify_operations(
-    tasks: list[OperationTask], *, engine: Engine | None = None, keep: DecodedLogs | None = None
-) -> None:
+def verify_operations(tasks: list[OperationTask], *, engine: Engine, keep: DecodedLogs | None = None) -> None:
     """Decode the log blocks of every operation before anything is written (the compaction goes inflight after).
-    In this process (no engine), ``keep`` holds the decoded log sides for the execution (see :class:`DecodedLogs`).
+    On an in-process engine (``engine.in_process``) the check runs here, and ``keep`` holds the decoded log sides
+    for the execution (see :class:`DecodedLogs`).
 
     Only framing corruption (a torn write) is skipped, as Java's reader does; a block whose content does not decode
     would otherwise fail a task after other tasks wrote their base files.
@@ -233,7 +233,7 @@ def verify_operations(
     Raises:
         CorruptLogBlockError: a block whose content does not decode (the first one, in task order).
     """
-    if engine is None:
+    if engine.in_process:
         for t in tasks:
             verify_operation(t, keep=keep)
         return
@@ -248,10 +248,8 @@ def compact_operation(task: OperationTask) -> list[WriteStat]:
     return [stat] if stat is not None else []
 
 
-def run_operations(tasks: list[OperationTask], *, engine: Engine | None = None) -> list[WriteStat]:
-    """Execute every operation with ``engine`` (one engine task per operation), else in this process."""
-    if engine is None:
-        return [s for t in tasks for s in compact_operation(t)]
+def run_operations(tasks: list[OperationTask], *, engine: Engine) -> list[WriteStat]:
+    """Execute every operation with ``engine`` (one engine task per operation)."""
     return engine.map_tasks(compact_operation, tasks, description=f"compaction {_instant_of(tasks)}: execute")
 
 
@@ -546,6 +544,7 @@ def execute_attempt(
     On a failure the attempt is rolled back (if still ours) and its heartbeat deleted, so a retry can start at once.
     """
     t0 = time.monotonic()
+    engine = or_local(engine)
     if refresh:
         table.refresh()
     pending_plan(table, instant)
@@ -557,12 +556,12 @@ def execute_attempt(
         len(ops),
         len({(o.partition_path, o.file_id) for o in ops}),
         len({o.partition_path for o in ops}),
-        "local (in-process)" if engine is None else type(engine).__name__.removesuffix("Engine").lower(),
+        "local (in-process)" if engine.in_process else engine.name,
         extra={"instant": str(instant)},
     )
     check_base_files(table, plan)
     # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
-    keep = DecodedLogs(cfg.memory_max_bytes) if engine is None else None
+    keep = DecodedLogs(cfg.memory_max_bytes) if engine.in_process else None
     verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine, keep=keep)
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
@@ -573,7 +572,7 @@ def execute_attempt(
     try:
         tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
         # in-process, the attempt stops between tasks once another process took the plan over
-        stats = run_in_process(attempt, tasks, keep) if engine is None else run_operations(tasks, engine=engine)
+        stats = run_in_process(attempt, tasks, keep) if engine.in_process else run_operations(tasks, engine=engine)
     except BaseException:
         attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
         raise

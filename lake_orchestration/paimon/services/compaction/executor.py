@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lake_orchestration.engines.base import Engine
+from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import InvalidOptionError, SchemaError
 from lake_orchestration.io.storage import Storage
 from lake_orchestration.paimon.model.avro import decode_record, encode_record
@@ -612,14 +613,11 @@ def bucket_tasks(plan: PaimonCompactionPlan, storage: Storage) -> list[BucketCom
 def execute_compaction(
     plan: PaimonCompactionPlan, *, storage: Storage, engine: Engine | None = None
 ) -> PaimonCompactionExecution:
-    """Run every bucket of ``plan`` (one engine task each; ``engine=None``: in this process, bucket by bucket).
+    """Run every bucket of ``plan`` (one engine task each; the default engine: in this process, bucket by bucket).
 
     Writes data files only; the table is unchanged until :func:`~.committer.commit_compaction`.
     """
     tasks = bucket_tasks(plan, storage)
     description = f"Paimon compaction of {len(tasks)} bucket(s) of {plan.table_uri}"
-    if engine is None:
-        results = [r for t in tasks for r in compact_bucket(t)]
-    else:
-        results = engine.map_tasks(compact_bucket, tasks, description=description)
+    results = or_local(engine).map_tasks(compact_bucket, tasks, description=description)
     return PaimonCompactionExecution(plan=plan, results=tuple(results))
