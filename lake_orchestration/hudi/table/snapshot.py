@@ -6,7 +6,7 @@ bounded by the log side plus one row group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.schema import META_FIELDS, RECORD_KEY, avro_to_arrow_schema
 from lake_orchestration.hudi.table.base_file_reader import open_base_file
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.io.storage import Storage
+from lake_orchestration.io.storage import FileInfo, Storage
 
 
 @dataclass
@@ -118,10 +118,13 @@ def read_snapshot(
     as_of: str | None = None,
     stats: ReadStats | None = None,
     batch_size: int = 131_072,
+    options: Mapping[str, str] | None = None,
 ) -> Iterator[pa.Table]:
     """Snapshot of the table as of its latest completed commit (or ``as_of``): merged slices, streamed.
 
-    COW tables and read of base-only slices return base rows; MOR slices merge their committed log blocks.
+    COW tables and read of base-only slices return base rows; MOR slices merge their committed log blocks. The
+    files come from the table's metadata table when it has one (``files`` in ``hoodie.table.metadata.partitions``)
+    unless ``options`` sets ``hoodie.metadata.enable=false``, as Java's reader does; else from listing storage.
 
     Raises:
         CorruptLogBlockError: a committed log block's content does not decode; log blocks with corrupt framing (a
@@ -138,7 +141,7 @@ def read_snapshot(
     # The latest commit's metadata holds the table schema: one that does not decode stops the read, naming the file
     # (CorruptFileError), as hudi-rs and Java refuse such a table, instead of reading on with an older schema.
     table.latest_schema()
-    view = table.fs_view()
+    view = table.fs_view(file_listing(table, options))
     flt = InstantFilter.from_timeline(timeline, latest_instant=str(latest))
     cfg = merge_config_for(table)
     drop_meta = not table.config.populate_meta_fields
@@ -158,6 +161,16 @@ def read_snapshot(
             yield t
 
 
+def file_listing(table: HudiTable, options: Mapping[str, str] | None = None) -> dict[str, list[FileInfo]] | None:
+    """The listing reads build their file-system view from: the metadata table's ``files`` partition when the table
+    has one and ``hoodie.metadata.enable`` (``options``) is not false, else None (``HudiTable.fs_view`` lists
+    storage). See :mod:`lake_orchestration.hudi.metadata.reader`."""
+    # here, not at module level: the metadata reader imports HudiTable (this package)
+    from lake_orchestration.hudi.metadata.reader import metadata_file_listing
+
+    return metadata_file_listing(table, options)
+
+
 def _unify(t: pa.Table, schema: pa.Schema) -> pa.Table:
     try:
         return conform(t, schema)
@@ -165,9 +178,15 @@ def _unify(t: pa.Table, schema: pa.Schema) -> pa.Table:
         return t
 
 
-def read_snapshot_table(table: HudiTable, *, as_of: str | None = None, stats: ReadStats | None = None) -> pa.Table:
+def read_snapshot_table(
+    table: HudiTable,
+    *,
+    as_of: str | None = None,
+    stats: ReadStats | None = None,
+    options: Mapping[str, str] | None = None,
+) -> pa.Table:
     """The whole snapshot as one Arrow table (empty table with the table schema if there are no rows)."""
-    parts = list(read_snapshot(table, as_of=as_of, stats=stats))
+    parts = list(read_snapshot(table, as_of=as_of, stats=stats, options=options))
     if not parts:
         schema = table_arrow_schema(table)
         return schema.empty_table() if schema is not None else pa.table({})
