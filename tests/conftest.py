@@ -8,6 +8,7 @@ import shutil
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -18,6 +19,12 @@ FIXTURE_LOG_FILES = SHARED / "fixtures" / "hudi-log-files"
 FIXTURE_HFILES = SHARED / "fixtures" / "hfiles"
 # .ci/run sets this: in CI a missing ../shared is a failure, not a skip.
 REQUIRE_SHARED = os.environ.get("LAKE_ORCH_REQUIRE_SHARED") == "1"
+# scripts/test.sh runs the suite as two pytest processes at once: LAKE_ORCH_SHARD=A keeps shard A's tests, B the rest.
+SHARD = os.environ.get("LAKE_ORCH_SHARD", "")
+SHARD_A_DIRS = frozenset({"java", "cluster"})
+"""Folders of shard A for what they share: tests/java one Java Hudi JVM per run, tests/cluster the SparkSession."""
+SHARD_A_BALANCE = frozenset({"airflow", "browser"})
+"""Folders put in shard A only to balance the two (serial: A ~ 17 min with them, B ~ 20 min); move one to change it."""
 
 
 def require_shared(fixture_dir: Path = FIXTURE_TABLES) -> None:
@@ -125,3 +132,50 @@ def spark():  # type: ignore[no-untyped-def]
     session = local_spark_session(master="local[2]", app_name="lake-orchestration-tests")
     yield session
     session.stop()
+
+
+# -- the two shards of scripts/test.sh ---------------------------------------------------------------------------
+
+
+def shard_of(item: pytest.Item) -> str:
+    """``"A"`` for a test of the one SparkSession (marker or fixture ``spark``) or the one Java JVM (tests/java), or
+    of a folder put there for balance; else ``"B"``. Shard A is one process, so one SparkSession per run holds."""
+    rel = Path(str(item.path)).resolve().relative_to(REPO_ROOT)
+    folder = rel.parts[1] if len(rel.parts) > 2 and rel.parts[0] == "tests" else ""
+    if folder in SHARD_A_DIRS | SHARD_A_BALANCE:
+        return "A"
+    if item.get_closest_marker("spark") is not None or "spark" in getattr(item, "fixturenames", ()):
+        return "A"
+    return "B"
+
+
+@pytest.hookimpl(trylast=True)  # after any hook that adds markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not SHARD:
+        return
+    if SHARD not in ("A", "B"):
+        raise pytest.UsageError(f"LAKE_ORCH_SHARD={SHARD!r}: expected A or B (or unset: every test)")
+    keep = [i for i in items if shard_of(i) == SHARD]
+    drop = [i for i in items if shard_of(i) != SHARD]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if SHARD == "B":
+        _refuse_spark_sessions()
+
+
+def _refuse_spark_sessions() -> None:
+    """Shard B runs beside shard A, which holds the run's one SparkSession: a test here that would start another (in
+    this process) fails, naming the fix, instead of silently starting a second JVM."""
+    from pyspark.sql import SparkSession
+
+    def refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError(
+            "a SparkSession was asked for in shard B of scripts/test.sh (LAKE_ORCH_SHARD=B): the run's one "
+            "SparkSession lives in shard A; mark the test `spark` or use the `spark` fixture"
+        )
+
+    SparkSession.Builder.getOrCreate = refuse  # type: ignore[method-assign, assignment]
