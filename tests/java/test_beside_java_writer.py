@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,20 +25,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_orchestration.datagen import generate_updates
-from lake_orchestration.errors import PlanError, TableLockedError, TableLockLostError
+from lake_orchestration.errors import TableLockedError, TableLockLostError
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
-from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
+from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_stale_writes
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import JAVA_EMPTY_LOCK_OWNER, LockConfig, read_lock, table_lock
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
-from tests.conftest import REPO_ROOT
+from tests.java.beside import BesideServices, wait_for
 from tests.java.conftest import skip_or_fail
 from tests.java.harness import JavaHudi, JavaHudiError, start_java_hudi
 from tests.java.interop import (
@@ -97,14 +94,6 @@ def _batch(t: JavaTable, n: int, fraction: float = 0.3) -> pa.Table:
 
 def _timeline_names(path: Path) -> set[str]:
     return {p.name for p in (path / ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit()}
-
-
-def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 # -- 1. one lock shared with Java -----------------------------------------------------------------------------------
@@ -203,93 +192,6 @@ def java_writer(tmp_path: Path) -> Iterator[JavaHudi]:
     writer.close()
 
 
-_KILLED_COMPACTION = """
-import os, signal, sys
-import lake_orchestration.hudi.services.compaction.committer as committer
-from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
-from lake_orchestration.hudi.table.hudi_table import HudiTable
-
-path, instant, interval = sys.argv[1], sys.argv[2], sys.argv[3]
-
-def killed(*args, **kwargs):  # every new base file is written, the compaction is inflight: crash before its commit
-    os.kill(os.getpid(), signal.SIGKILL)
-
-committer.commit_compaction = killed
-options = {"hoodie.client.heartbeat.interval_in_ms": interval, "hoodie.write.lock.filesystem.expire": "1"}
-run_compaction(HudiTable(path), instant_time=instant, config=CompactionConfig.from_options(options))
-"""
-
-
-class _Services:
-    """Our services, run again and again on the table while the Java writer writes; what each did is recorded."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        opts = {
-            **OUR_LOCK,
-            "hoodie.compact.inline.max.delta.commits": "1",
-            "hoodie.client.heartbeat.interval_in_ms": "500",
-        }
-        self.compaction = CompactionConfig.from_options(opts)
-        self.clean = CleanConfig.from_options({**OUR_LOCK, "hoodie.cleaner.commits.retained": "2"})
-        self.archive = ArchiveConfig.from_options(
-            {
-                **OUR_LOCK,
-                "hoodie.keep.min.commits": "3",
-                "hoodie.keep.max.commits": "4",
-                "hoodie.cleaner.commits.retained": "2",
-            }
-        )
-        self.log: list[str] = []
-        self.compacted: list[str] = []
-        self.killed_compaction: str | None = None
-        self.recovered: list[str] = []
-        """Compactions rerun after a killed attempt (rolled back first)."""
-
-    def schedule(self) -> str | None:
-        try:
-            result = schedule_compaction(HudiTable(str(self.path)), config=self.compaction)
-        except PlanError as err:  # a Java write inflight before the new instant: Java's single-writer check too
-            self.log.append(f"schedule refused: {err}"[:200])
-            return None
-        self.log.append(f"schedule: {result.instant} {result.reason}")
-        return None if result.instant is None else str(result.instant)
-
-    def round(self, *, kill_compaction: bool) -> None:
-        instant = self.schedule()
-        if instant is not None and kill_compaction and self.killed_compaction is None:
-            self.kill_compaction(instant)
-        for r in run_compaction(HudiTable(str(self.path)), config=self.compaction, max_plans=5):
-            self.compacted.append(str(r.instant))
-            if r.rolled_back_attempt is not None:
-                self.recovered.append(str(r.instant))
-            self.log.append(f"compacted {r.instant} (rolled back attempt {r.rolled_back_attempt})")
-        cleaned = run_clean(HudiTable(str(self.path)), self.clean)
-        self.log.append(f"clean: {cleaned.instants}")
-        archived = run_archive(HudiTable(str(self.path)), self.archive)
-        self.log.append(f"archive: {len(archived.archived_instants)} instants")
-
-    def kill_compaction(self, instant: str) -> None:
-        """Our compaction of ``instant`` in a child process, SIGKILLed after its base files, before its commit; the
-        next :meth:`round` reruns it once its heartbeat (500 ms) expired."""
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        proc = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(_KILLED_COMPACTION), str(self.path), instant, "500"],
-            env=env,
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
-        t = HudiTable(str(self.path))
-        assert t.timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT  # type: ignore[union-attr]
-        assert list(self.path.rglob(f"*_{instant}.parquet")), "the killed compaction wrote no base file"
-        self.killed_compaction = instant
-        self.log.append(f"killed our compaction {instant} before its commit")
-        time.sleep(1.2)  # its heartbeat (500 ms x 2 misses) expires: the rerun may roll the attempt back
-
-
 def _write_loop(writer: JavaHudi, t: JavaTable, batches: list[pa.Table], out: dict[str, Any]) -> None:
     inputs = []
     for n, b in enumerate(batches):
@@ -322,7 +224,7 @@ def _kill_java_mid_write(writer: JavaHudi, t: JavaTable, batch: pa.Table) -> str
         new = [n for n in _timeline_names(t.path) - known if n.endswith(".deltacommit.inflight")]
         return new[0].split(".")[0] if new else None
 
-    _wait_for(lambda: inflight() is not None, "the Java write to be inflight")
+    wait_for(lambda: inflight() is not None, "the Java write to be inflight")
     os.kill(jvm, signal.SIGKILL)
     thread.join(timeout=60)
     # its driver process would wait on the dead JVM when closed: a crash of the whole writer
@@ -364,7 +266,7 @@ def test_java_writer_loop_beside_our_services_with_kills(
 ) -> None:
     t = _java_table(tmp_path / "t")
     java_write(java_writer, t, trips(150, seed=1 + round_no).select(t.schema.names), "insert", **MULTI_WRITER)
-    services = _Services(t.path)
+    services = BesideServices(str(t.path), lambda: (str(p) for p in t.path.rglob("*.parquet")), OUR_LOCK)
 
     # the Java writer upserts in a loop while our services run: every batch is based on the model so far (a batch
     # that fails leaves its keys as they were)

@@ -20,18 +20,14 @@ a skip in a user's clone (``skip_or_fail``).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +36,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_orchestration.datagen import generate_updates
-from lake_orchestration.errors import PlanError, TableLockedError
+from lake_orchestration.errors import TableLockedError
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
-from lake_orchestration.hudi.services.archive import run_archive
-from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.services.clean import run_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig
-from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.rollback import rollback_stale_writes
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
-from tests.conftest import REPO_ROOT
+from tests.java.beside import BesideServices, wait_for
 from tests.java.conftest import skip_or_fail
 from tests.java.harness import HUDI_VERSION, JavaHudi, JavaHudiError, hudi_jars, java_hudi_python, maven_jars
 from tests.java.interop import PARTITIONED, JavaTable, Model, assert_rows_equal, java_write, keyed_meta, trips
@@ -412,108 +405,6 @@ def _batch(expected: pa.Table, n: int, fraction: float = 0.3) -> pa.Table:
     return pa.concat_tables([upd, trips(5, seed=1000 + n).select(expected.column_names)])
 
 
-def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
-_KILLED_COMPACTION = """
-import json, os, signal, sys
-import lake_orchestration.hudi.services.compaction.committer as committer
-from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction
-from lake_orchestration.hudi.table.hudi_table import HudiTable
-
-uri, instant, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-
-def killed(*args, **kwargs):  # every new base file is written, the compaction is inflight: crash before its commit
-    os.kill(os.getpid(), signal.SIGKILL)
-
-committer.commit_compaction = killed
-run_compaction(HudiTable(uri), instant_time=instant, config=CompactionConfig.from_options(options))
-"""
-
-
-class _Services:
-    """Our services on ``s3://``, run again and again while the Java writer writes; what each did is recorded."""
-
-    def __init__(self, t: S3Table, lock: dict[str, str]) -> None:
-        self.t = t
-        # as docs/how-to/concurrency.md asks: the Java writer's concurrency mode, so a plan may be scheduled beside
-        # a pending Java write (whose own conflict check then fails it)
-        self.opts = {
-            **lock,
-            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-            "hoodie.cleaner.policy.failed.writes": "LAZY",
-            "hoodie.compact.inline.max.delta.commits": "1",
-            "hoodie.client.heartbeat.interval_in_ms": "500",
-        }
-        self.compaction = CompactionConfig.from_options(self.opts)
-        self.clean = CleanConfig.from_options({**lock, "hoodie.cleaner.commits.retained": "2"})
-        self.archive = ArchiveConfig.from_options(
-            {
-                **lock,
-                "hoodie.keep.min.commits": "3",
-                "hoodie.keep.max.commits": "4",
-                "hoodie.cleaner.commits.retained": "2",
-            }
-        )
-        self.log: list[str] = []
-        self._t0 = time.monotonic()
-        self.compacted: list[str] = []
-        self.killed_compaction: str | None = None
-        self.recovered: list[str] = []
-        """Compactions rerun after a killed attempt (rolled back first)."""
-
-    def note(self, what: str) -> None:
-        self.log.append(f"{time.monotonic() - self._t0:.1f}s {what}")
-
-    def schedule(self) -> str | None:
-        try:
-            result = schedule_compaction(self.t.table(), config=self.compaction)
-        except PlanError as err:
-            self.note(f"schedule refused: {err}"[:200])
-            return None
-        self.note(f"schedule: {result.instant} {result.reason}")
-        return None if result.instant is None else str(result.instant)
-
-    def round(self, *, kill_compaction: bool) -> None:
-        instant = self.schedule()
-        if instant is not None and kill_compaction and self.killed_compaction is None:
-            self.kill_compaction(instant)
-        for r in run_compaction(self.t.table(), config=self.compaction, max_plans=5):
-            self.compacted.append(str(r.instant))
-            if r.rolled_back_attempt is not None:
-                self.recovered.append(str(r.instant))
-            self.note(f"compacted {r.instant} (rolled back attempt {r.rolled_back_attempt})")
-        cleaned = run_clean(self.t.table(), self.clean)
-        self.note(f"clean: {cleaned.instants}")
-        archived = run_archive(self.t.table(), self.archive)
-        self.note(f"archive: {len(archived.archived_instants)} instants")
-
-    def kill_compaction(self, instant: str) -> None:
-        """Our compaction of ``instant`` in a child process, SIGKILLed after its base files, before its commit; the
-        next :meth:`round` reruns it once its heartbeat (500 ms) expired."""
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        proc = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(_KILLED_COMPACTION), self.t.ours, instant, json.dumps(self.opts)],
-            env=env,
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
-        timeline = self.t.table().timeline
-        assert timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT  # type: ignore[union-attr]
-        assert any(k.endswith(f"_{instant}.parquet") for k in self.t.keys()), "the killed compaction wrote no file"
-        self.killed_compaction = instant
-        self.note(f"killed our compaction {instant} before its commit")
-        time.sleep(1.2)  # its heartbeat (500 ms x 2 misses) expires: the rerun may roll the attempt back
-
-
 def _write_loop(writer: JavaHudi, t: S3Table, batches: list[pa.Table], out: dict[str, Any]) -> None:
     inputs = [t.input(b) for b in batches]
     options = {**t.options, "hoodie.datasource.write.operation": "upsert"}
@@ -536,7 +427,7 @@ def _kill_java_mid_write(writer: JavaHudi, t: S3Table, batch: pa.Table) -> str:
         new = [n for n in t.timeline_names() - known if n.endswith(".deltacommit.inflight")]
         return new[0].split(".")[0] if new else None
 
-    _wait_for(lambda: inflight() is not None, "the Java write to be inflight")
+    wait_for(lambda: inflight() is not None, "the Java write to be inflight")
     held = writer.call("lock", path=t.java, action="try", options=t.options, provider=DYNAMODB_PROVIDER)
     assert held["acquired"], held
     os.kill(jvm, signal.SIGKILL)
@@ -586,7 +477,17 @@ def test_java_writer_on_s3_beside_our_services_with_kills(
     boto3.client("s3").create_bucket(Bucket=bucket)
     lock_table = f"locks_{uuid.uuid4().hex[:8]}"
     t = S3Table(bucket, tmp_path, moto_endpoint, lock_table)
-    services = _Services(t, our_lock_settings(moto_endpoint, lock_table))
+    services = BesideServices(
+        t.ours,
+        t.keys,
+        our_lock_settings(moto_endpoint, lock_table),
+        # as docs/how-to/concurrency.md asks: the Java writer's concurrency mode, so a plan may be scheduled beside
+        # a pending Java write (whose own conflict check then fails it)
+        {
+            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+            "hoodie.cleaner.policy.failed.writes": "LAZY",
+        },
+    )
     writer = java_aws.get()
     services.note("writer JVM ready")
     t.write(writer, trips(150, seed=1 + round_no).select(t.schema.names), "insert")
