@@ -305,7 +305,7 @@ def _check_partitions(table: HudiTable) -> None:
     if FILES_PARTITION not in enabled:
         raise MetadataTableError(
             table.base_uri,
-            f"hoodie.table.metadata.partitions={','.join(enabled) or '(empty)'} does not list 'files': the metadata "
+            f"{HoodieKey.METADATA_PARTITIONS.key}={','.join(enabled) or '(empty)'} does not list 'files': the metadata "
             "table is not initialised (Java initialises it on its next write)",
         )
     unsupported = [p for p in enabled if p not in SUPPORTED_PARTITIONS]
