@@ -5,13 +5,16 @@ an upsert (log files). The upsert's MDT deltacommit is then taken away as if it 
 timeline files and its log file deleted: the MDT as it was before), and our writer writes it again from the data
 commit's metadata. Then:
 
-- our log file is byte for byte Java's (the HFILE_DATA_BLOCK: header, HFile, records, the file maps' HashMap order);
+- our log file is byte for byte Java's (the HFILE_DATA_BLOCK: header, HFile, records, the file maps' HashMap order)
+  but for the order of the two header entries, which varies between Java runs;
   our ``.deltacommit.inflight`` is Java's; our ``.deltacommit`` is Java's but for what differs by run (the write
   token in the log file's name, the upsert's milliseconds);
 - Java reads the table with ``hoodie.metadata.enable=true`` and gets the expected rows; Java's
   ``validate_metadata_table_files`` lists, through the MDT, exactly the files and sizes of a storage listing;
 - Java writes on top (an upsert with its inline compaction of the data table) and runs its own MDT services (MDT
-  compaction after ``hoodie.metadata.compact.max.delta.commits``), reads the expected rows and validates again;
+  compaction after ``hoodie.metadata.compact.max.delta.commits``, inline compaction of the data table, then a clean),
+  reads the expected rows and validates again; and the MDT blocks Java wrote for its upsert, compaction and clean
+  are the blocks our derivation (``update_from_commit``, ``update_from_clean``) writes from their metadata;
 - a crash of our MDT deltacommit before its commit point is rolled back by the re-run, which writes Java's block again.
 """
 
@@ -26,13 +29,18 @@ import pyarrow as pa
 import pytest
 
 from lake_orchestration.datagen import generate_updates
+from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, iter_blocks
 from lake_orchestration.hudi.metadata.writer import (
     FILES_PARTITION,
     MetadataCommit,
+    files_partition_records,
+    hfile_data_block,
     metadata_table,
+    update_from_clean,
     update_from_commit,
     update_metadata_table,
 )
+from lake_orchestration.hudi.model.avro import CleanMetadata
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -105,6 +113,51 @@ def _check_java_agrees(java: JavaHudi, table: JavaTable, what: str) -> None:
     assert listed == expected, f"{what}: Java's MDT listing {sorted(listed)[:4]}… != storage {sorted(expected)[:4]}…"
 
 
+def _java_blocks(data: HudiTable) -> dict[str, bytes]:
+    """Instant -> the HFILE_DATA_BLOCK Java wrote for it in the MDT's files partition (every log file)."""
+    mdt = metadata_table(data)
+    out: dict[str, bytes] = {}
+    for f in mdt.storage.list_dir(mdt.storage.join(FILES_PARTITION)):
+        if ".log." not in f.name or f.name.endswith(".crc"):
+            continue
+        raw = mdt.storage.read_bytes(f.path)
+        for block in iter_blocks(raw, f.path):
+            if block.block_type is LogBlockType.HFILE_DATA_BLOCK:
+                out[block.header_map[HeaderKey.INSTANT_TIME]] = raw[block.offset : block.offset + block.size]
+    return out
+
+
+def _derivations_match_java(data: HudiTable, *, after: str) -> set[str]:
+    """For each data action completed after ``after`` (Java's), our records from its metadata
+    (:func:`update_from_commit`, :func:`update_from_clean`) in our block equal Java's block of that instant. Returns
+    the actions checked."""
+    blocks = _java_blocks(data)
+    checked = set()
+    for inst in data.refresh().timeline.completed():
+        t = str(inst.time)
+        if t <= after or inst.action.value not in ("commit", "deltacommit", "clean"):
+            continue
+        if inst.action.value == "clean":
+            update = update_from_clean(data.read_model(inst, CleanMetadata))
+        else:
+            update = update_from_commit(data.commit_metadata(inst))
+        assert t in blocks, f"Java wrote no MDT block for {inst.file_name}"
+        ours = hfile_data_block(t, files_partition_records(update))
+        _assert_same_block(ours, blocks[t], f"our MDT block for {inst.file_name}")
+        checked.add(inst.action.value)
+    return checked
+
+
+def _assert_same_block(ours: bytes, javas: bytes, what: str) -> None:
+    """One log block each, equal but for the order of the header entries: Java keeps them in a HashMap keyed by an
+    enum (identity hash codes), so INSTANT_TIME and SCHEMA come in either order from run to run."""
+    (a,) = list(iter_blocks(ours, "ours"))
+    (b,) = list(iter_blocks(javas, "java"))
+    assert a.block_type == b.block_type and a.header_map == b.header_map, f"{what}: block type or header differs"
+    assert a.content == b.content, f"{what}: the HFile differs from Java's"
+    assert a.footer == b.footer and len(ours) == len(javas), f"{what}: the framing differs"
+
+
 def _without_run_specifics(commit: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(commit))
     for stat in out["partitionToWriteStats"][FILES_PARTITION]:
@@ -161,7 +214,7 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     mdt = _mdt_dir(table.path)
     java_log = next(k for k in javas if k.startswith(f"{FILES_PARTITION}/"))
     assert ours.log_file.rsplit("_", 1)[0] == java_log.rsplit("_", 1)[0], "same log file version of files-0000-0"
-    assert (mdt / ours.log_file).read_bytes() == javas[java_log], "our MDT log block differs from Java's"
+    _assert_same_block((mdt / ours.log_file).read_bytes(), javas[java_log], "our MDT log file")
     for suffix in (".requested", ".inflight"):
         name = f".hoodie/{t}.deltacommit{suffix}"
         assert (mdt / name).read_bytes() == javas[name], f"our {name} differs from Java's"
@@ -182,6 +235,8 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     }
     update = generate_updates(java_written.base, fraction=0.2, seed=3, ts_offset=2 * 10**6)
     java_write(java_hudi, table, update, "upsert", **more)
+    # the slices the compaction replaced (KEEP_LATEST_COMMITS would keep them for the retained commit)
+    procedure(java_hudi, "run_clean", table, clean_policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
     data = HudiTable(str(table.path))
     assert [i for i in data.timeline.completed() if i.action.value == "commit"], "Java compacted the data table"
     mdt_table = metadata_table(data)
@@ -189,6 +244,11 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     assert f"{t}001" in compactions, [i.file_name for i in mdt_table.timeline.instants]
     assert not [i for i in mdt_table.timeline.instants if i.state is not State.COMPLETED]
     _check_java_agrees(java_hudi, table, "after Java's write and services on top")
+    # what Java's MDT holds for each data action after ours is what our derivation writes, byte for byte
+    checked = _derivations_match_java(data, after=t)
+    assert {"deltacommit", "commit", "clean"} <= checked, (
+        f"Java's write on top did not upsert, compact and clean: {checked}"
+    )
 
 
 @pytest.mark.interop(direction="ours→java", table="MOR, metadata table on", service="MDT deltacommit crash+rerun")
@@ -214,5 +274,5 @@ def test_crashed_mdt_deltacommit_is_rolled_back_on_rerun(
     assert len(rollbacks) == 1 and str(rollbacks[0].time) > t
     assert (mdt_table.timeline.get(t, Action.DELTA_COMMIT) or first).is_completed
     java_log = next(k for k in javas if k.startswith(f"{FILES_PARTITION}/"))
-    assert (mdt / again.log_file).read_bytes() == javas[java_log], "the re-run's block is Java's"
+    _assert_same_block((mdt / again.log_file).read_bytes(), javas[java_log], "the re-run's log file")
     _check_java_agrees(java_hudi, table, "after a crashed MDT deltacommit and its re-run")

@@ -76,8 +76,9 @@ def metadata_record_schema() -> str:
 class FilesPartitionUpdate:
     """What one data-table action changes in the ``files`` partition.
 
-    Dicts keep Java's iteration order of the data action's metadata (their insertion order); partition names are
-    relative partition paths (``""`` for a non-partitioned table).
+    Partition names are relative partition paths (``""`` for a non-partitioned table). The dicts and lists are in
+    the order in which Java's map of each record receives the entries (it decides the order of colliding entries
+    on disk, :func:`java_hash_map_order`).
     """
 
     files_added: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -95,11 +96,15 @@ def update_from_commit(metadata: CommitMetadata) -> FilesPartitionUpdate:
     """``convertMetadataToFilesPartitionRecords(HoodieCommitMetadata)``: every partition of the write stats is
     (re-)added to the partition list; each stat's file with its ``fileSizeInBytes`` (the largest when a file appears
     twice); stats without a path are skipped. A ``DELETE_PARTITION`` replacecommit flags its replaced partitions
-    deleted."""
+    deleted.
+
+    The files come in the **reverse** of the write stats' order: measured on Java-written blocks of deltacommits
+    and compaction commits (colliding entries on disk are in reverse write-stat order; a clean's are in
+    ``deletePathPatterns`` order)."""
     added: dict[str, dict[str, int]] = {}
     for partition, stats in metadata.partition_to_write_stats.items():
         files: dict[str, int] = {}
-        for stat in stats:
+        for stat in reversed(stats):
             if stat.path is None:
                 log.warning("Write stat without a path in partition %r: not in the metadata table", partition)
                 continue
@@ -161,21 +166,19 @@ def _hash_map_capacity(n: int) -> int:
 
 
 def java_hash_map_order(keys: Iterable[str]) -> list[str]:
-    """The order in which Java writes the entries of an MDT record's ``filesystemMetadata`` map, given the entries
-    in the order of the data action's metadata (its write stats, its clean or rollback lists): the iteration order of
-    a default ``java.util.HashMap<String, ?>`` (bucket ``(h ^ h >>> 16) & (capacity - 1)``, capacity 16 doubled
-    whenever size > 0.75 capacity), whose colliding entries come in the **reverse** of that order.
-
-    Measured on Java-written MDT log blocks (docs/reference/metadata-table-format.md): the insertion order into the
-    final map is the reverse of the write-stat order; which of Java's copies reverses it is not established."""
-    ordered = list(keys)[::-1]
+    """The iteration order of a default ``java.util.HashMap<String, ?>`` into which ``keys`` were put in that order:
+    by bucket ``(h ^ h >>> 16) & (capacity - 1)`` (capacity 16, doubled whenever size > 0.75 capacity), keys
+    colliding in a bucket in insertion order. The order in which Java writes an MDT record's
+    ``filesystemMetadata`` entries, given them in the order its map received them (see :class:`FilesPartitionUpdate`).
+    """
+    ordered = list(keys)
     mask = _hash_map_capacity(len(ordered)) - 1
 
     def bucket(k: str) -> int:
         h = _java_string_hash(k)
         return (h ^ (h >> 16)) & mask
 
-    return sorted(ordered, key=bucket)  # stable: colliding keys keep the (reversed) insertion order
+    return sorted(ordered, key=bucket)  # stable: colliding keys keep their insertion order
 
 
 def _ordered(entries: Mapping[str, FileInfo]) -> dict[str, FileInfo]:
