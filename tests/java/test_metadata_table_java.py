@@ -244,8 +244,9 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     assert f"{t}001" in compactions, [i.file_name for i in mdt_table.timeline.instants]
     assert not [i for i in mdt_table.timeline.instants if i.state is not State.COMPLETED]
     _check_java_agrees(java_hudi, table, "after Java's write and services on top")
-    # what Java's MDT holds for each data action after ours is what our derivation writes, byte for byte
-    checked = _derivations_match_java(data, after=t)
+    # what Java's MDT holds for every data action (its insert and upserts, compaction, clean) is what our
+    # derivation writes from the action's metadata
+    checked = _derivations_match_java(data, after="")
     assert {"deltacommit", "commit", "clean"} <= checked, (
         f"Java's write on top did not upsert, compact and clean: {checked}"
     )
