@@ -24,7 +24,8 @@ SHARD = os.environ.get("LAKE_ORCH_SHARD", "")
 SHARD_A_DIRS = frozenset({"java", "cluster"})
 """Folders of shard A for what they share: tests/java one Java Hudi JVM per run, tests/cluster the SparkSession."""
 SHARD_A_BALANCE = frozenset({"airflow", "browser"})
-"""Folders put in shard A only to balance the two (serial: A ~ 17 min with them, B ~ 20 min); move one to change it."""
+"""Folders put in shard A only to balance the two: estimated from a serial run's folder times (38 min), A ~ 17 min with
+them and B ~ 21 (A ~ 12 and B ~ 26 without). Move one to rebalance."""
 
 
 def require_shared(fixture_dir: Path = FIXTURE_TABLES) -> None:
