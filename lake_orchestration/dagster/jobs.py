@@ -20,7 +20,6 @@ Clean and archive are destructive, so both run as a **dry run** unless the table
 each step resumes from the timeline, so a retry is safe.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -30,7 +29,6 @@ from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
-from lake_orchestration.hudi.services.clean import CleanExecution
 
 
 class RollbackConfig(dg.Config):
@@ -231,165 +229,90 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
     return job
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlannedClean:
-    """What the clean plan op hands to the execute op: the clean instants to execute and the files they delete."""
-
-    dry_run: bool
-    """Nothing is written (the plan op wrote no ``.clean.requested``; execute and commit do nothing)."""
-    files_by_instant: dict[str, dict[str, list[str]]]
-    """Clean instant (``(new)`` on a dry run) -> partition -> file names its plan deletes; pending cleans first."""
-    earliest_commit_to_retain: str | None
-    """ECTR of the new plan (None: no new plan)."""
-    policy: str
-    """``hoodie.cleaner.policy``."""
-    reason: str
-    """Why no new clean was planned (empty when one was)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExecutedClean:
-    """What the clean execute op hands to the commit op (pickled: a retried commit op does not delete again)."""
-
-    planned: PlannedClean
-    """The plan op's output."""
-    executions: tuple[CleanExecution, ...]
-    """One ``CleanExecution`` (the metadata to commit and the attempt's token) per executed clean."""
-    skipped: tuple[str, ...] = ()
-    """Cleans another process is executing (left to it)."""
-
-
 def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
-    """``<t>__clean``: ``plan`` -> ``execute`` -> ``commit``.
+    """``<t>__clean``: ``plan`` -> ``execute`` -> ``commit``, the core's clean verbs one per op.
 
-    ``plan`` resumes the pending cleans (a failed clean is finished, not undone) or, when there is none, schedules a
-    new one (``.clean.requested``) if Hudi's trigger fires; ``execute`` deletes the planned files (on the ``pyspark``
-    resource when the table's engine is ``spark``) and leaves each clean inflight; ``commit`` writes the completed
-    ``.clean`` of each, then removes abandoned temp files. A dry run plans without writing and deletes nothing.
+    ``plan`` (:func:`~lake_orchestration.hudi.services.clean.plan_cleans`) resumes the pending cleans (a failed clean
+    is finished, not undone) or, when there is none, schedules a new one (``.clean.requested``) if Hudi's trigger
+    fires; ``execute`` deletes the planned files (on the ``pyspark`` resource when the table's engine is ``spark``)
+    and leaves each clean inflight; ``commit`` writes the completed ``.clean`` of each, then removes abandoned temp
+    files. A dry run plans without writing and deletes nothing.
     """
-    from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.services.clean import (
-        commit_clean,
-        execute_clean_plan,
-        failed_deletes,
-        pending_cleans,
-        planned_file_names,
-        read_plan,
-        schedule_clean,
+        CleanExecutions,
+        CleanPlans,
+        commit_cleans,
+        execute_cleans,
+        plan_cleans,
     )
-    from lake_orchestration.hudi.table.temp_file import remove_stale_temp_files, temp_file_expiry_ms
 
     @table_op(cfg, translator, "clean_plan", "clean")
-    def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> PlannedClean:
+    def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> CleanPlans:
         dry = _dry(config, cfg.clean_dry_run)
         with hudi_step(cfg) as step:
-            clean = cfg.clean_config()
-            table = step.open_table()
-            _ = table.refresh().timeline  # one listing for the metadata-table check and the pending cleans
-            table.ensure_metadata_table_handled(clean.metadata_options(), service="clean", dry_run=dry)
-            files: dict[str, dict[str, list[str]]] = {}
-            for pending in pending_cleans(table, dry_run=dry, refresh=False):
-                files[str(pending.time)] = planned_file_names(read_plan(table, str(pending.time)))
-            ectr: str | None = None
-            if files:
-                reason = f"finishing {len(files)} pending clean(s); the next run plans a new one"
-            else:
-                inst, planning, reason = schedule_clean(table, clean, dry_run=dry)
-                if planning is not None and planning.file_count:
-                    files[str(inst.time) if inst is not None else "(new)"] = planned_file_names(planning.plan)
-                if planning is not None and planning.earliest_commit_to_retain is not None:
-                    ectr = str(planning.earliest_commit_to_retain.time)
-        planned = PlannedClean(
-            dry_run=dry,
-            files_by_instant=files,
-            earliest_commit_to_retain=ectr,
-            policy=clean.policy.value,
-            reason=reason,
-        )
+            planned = plan_cleans(step.open_table(), cfg.clean_config(), dry_run=dry)
         context.add_output_metadata(
             {
                 "dry_run": dry,
-                "instants": list(files),
-                "files_planned": dg.MetadataValue.int(sum(len(v) for f in files.values() for v in f.values())),
-                "reason": reason,
+                "instants": list(planned.instants),
+                "files_planned": dg.MetadataValue.int(planned.file_count),
+                "reason": planned.reason,
             }
         )
         return planned
 
     @table_op(cfg, translator, "clean_execute", "clean", spark=True)
-    def execute_op(context: dg.OpExecutionContext, planned: PlannedClean) -> ExecutedClean:
+    def execute_op(context: dg.OpExecutionContext, planned: CleanPlans) -> CleanExecutions:
         if planned.dry_run or not planned.files_by_instant:
-            return ExecutedClean(planned=planned, executions=())
+            return CleanExecutions(plans=planned)
         spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-        executions, skipped = [], []
         with hudi_step(cfg) as step:
-            clean = cfg.clean_config()
-            table = step.open_table()
-            for instant in planned.files_by_instant:
-                step.instant = instant
-                try:
-                    executions.append(
-                        execute_clean_plan(table, instant, engine=table_engine(cfg.engine, spark), config=clean)
-                    )
-                except InstantInProgressError as err:  # another process executes this clean: leave it to it
-                    context.log.warning(f"Skipping clean {instant} of {cfg.name}: {err.detail}")
-                    skipped.append(instant)
+            executed = execute_cleans(
+                step.open_table(),
+                planned,
+                engine=table_engine(cfg.engine, spark),
+                config=cfg.clean_config(),
+                on_instant=lambda i: setattr(step, "instant", i),
+            )
+        for instant in executed.skipped:
+            context.log.warning(f"Skipping clean {instant} of {cfg.name}: another process is executing it")
         context.add_output_metadata(
             {
-                "instants": [e.instant for e in executions],
-                "files_deleted": dg.MetadataValue.int(sum(e.metadata.total_files_deleted for e in executions)),
-                "skipped": skipped,
+                "instants": [e.instant for e in executed.executions],
+                "files_deleted": dg.MetadataValue.int(sum(e.metadata.total_files_deleted for e in executed.executions)),
+                "skipped": list(executed.skipped),
             }
         )
-        return ExecutedClean(planned=planned, executions=tuple(executions), skipped=tuple(skipped))
+        return executed
 
     @table_op(cfg, translator, "clean_commit", "clean")
-    def commit_op(context: dg.OpExecutionContext, executed: ExecutedClean) -> None:
-        planned = executed.planned
-        dry = planned.dry_run
-        deleted = failed = 0
-        temp_files: list[str] = []
+    def commit_op(context: dg.OpExecutionContext, executed: CleanExecutions) -> None:
         with hudi_step(cfg) as step:
-            clean = cfg.clean_config()
             table = step.open_table()
-            for execution in executed.executions:
-                step.instant = execution.instant
-                md = commit_clean(table, execution, config=clean)
-                deleted += md.total_files_deleted
-                failed += failed_deletes(md)
-            step.instant = None
-            temp_files = remove_stale_temp_files(
-                table,
-                older_than_ms=temp_file_expiry_ms(heartbeat=clean.heartbeat, lock=clean.lock),
-                lock=clean.lock,
-                dry_run=dry,
+            r = commit_cleans(
+                table, executed, config=cfg.clean_config(), on_instant=lambda i: setattr(step, "instant", i)
             )
-        instants = [i for i in planned.files_by_instant if i not in executed.skipped]
-        files: dict[str, list[str]] = {}
-        for i in instants:
-            for p, names in planned.files_by_instant[i].items():
-                files.setdefault(p, []).extend(names)
-        planned_count = sum(len(v) for v in files.values())
+        dry = r.dry_run
         context.log.info(
-            f"{cfg.name}: clean {instants or 'none'} {'would delete' if dry else 'deleted'} "
-            f"{planned_count if dry else deleted} file(s); {planned.reason}"
+            f"{cfg.name}: clean {list(r.instants) or 'none'} {'would delete' if dry else 'deleted'} "
+            f"{r.file_count if dry else r.deleted} file(s); {r.reason}"
         )
         context.add_output_metadata(
             {
                 "dry_run": dry,
-                "instants": instants,
-                "earliest_commit_to_retain": planned.earliest_commit_to_retain or "",
-                "policy": planned.policy,
-                "files_planned": dg.MetadataValue.int(planned_count),
-                "files_deleted": dg.MetadataValue.int(deleted),
-                "files_failed": dg.MetadataValue.int(failed),
-                "partitions": dg.MetadataValue.int(len(files)),
-                "temp_files_removed": dg.MetadataValue.int(len(temp_files)),
-                "reason": planned.reason,
-                "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(files.items())[:50]}),
+                "instants": list(r.instants),
+                "earliest_commit_to_retain": r.earliest_commit_to_retain or "",
+                "policy": r.policy,
+                "files_planned": dg.MetadataValue.int(r.file_count),
+                "files_deleted": dg.MetadataValue.int(r.deleted),
+                "files_failed": dg.MetadataValue.int(r.failed),
+                "partitions": dg.MetadataValue.int(len(r.files)),
+                "temp_files_removed": dg.MetadataValue.int(len(r.temp_files)),
+                "reason": r.reason,
+                "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(r.files.items())[:50]}),
             }
         )
-        if not dry and (executed.executions or temp_files):
+        if not dry and (executed.executions or r.temp_files):
             log_health(context, cfg, translator, table)
 
     @dg.job(

@@ -567,3 +567,32 @@ def test_clean_plan_decodes_each_pending_compaction_plan_once(tmp_path: Path, mo
     # the file-system view and the cleaner's pending bases both need the plan: decoded once
     assert len(decoded) == 1 and decoded[0].endswith(".compaction.requested"), decoded
     assert planning.partitions_scanned
+
+
+def test_split_clean_verbs_finish_pending_cleans_first_then_plan_a_new_one(tmp_path: Path) -> None:
+    """``plan_cleans`` -> ``execute_cleans`` -> ``commit_cleans`` (one per Dagster op, pickled between them): a
+    pending clean is finished alone (a new plan must see its deletes), the next round plans a new one; the result
+    is the one ``run_clean`` returns."""
+    import pickle
+
+    from lake_orchestration.hudi.services.clean import commit_cleans, execute_cleans, plan_cleans
+
+    path = _mor(tmp_path)
+    cfg = CleanConfig.from_options({"hoodie.cleaner.commits.retained": "3"})
+    inst, planning, _ = schedule_clean(HudiTable(str(path)), cfg)
+    assert inst is not None and planning is not None
+    planned = plan_cleans(HudiTable(str(path)), cfg)
+    assert planned.instants == (str(inst.time),) and "pending" in planned.reason
+    executed = execute_cleans(HudiTable(str(path)), pickle.loads(pickle.dumps(planned)), config=cfg)
+    res = commit_cleans(HudiTable(str(path)), pickle.loads(pickle.dumps(executed)), config=cfg)
+    assert res.instants == (str(inst.time),) and res.deleted == planning.file_count == res.file_count
+    assert HudiTable(str(path)).timeline.get(str(inst.time), Action.CLEAN).is_completed
+    # nothing pending: the next round schedules (here: nothing left to delete for 3 retained commits)
+    again = plan_cleans(HudiTable(str(path)), cfg)
+    assert "pending" not in again.reason and str(inst.time) not in again.instants
+    dry = commit_cleans(
+        HudiTable(str(path)),
+        execute_cleans(HudiTable(str(path)), plan_cleans(HudiTable(str(path)), cfg, dry_run=True)),
+        config=cfg,
+    )
+    assert dry.dry_run and dry.deleted == 0
