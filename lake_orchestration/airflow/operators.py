@@ -219,26 +219,21 @@ class HudiExecuteCompactionOperator(HudiEngineOperator):
         self.instant = instant
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from lake_orchestration.errors import InstantInProgressError
-        from lake_orchestration.hudi.services.compaction import (
-            CompactionConfig,
-            execute_compaction,
-            is_compaction_committed,
-        )
+        from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction_plan
 
         instant = str(self.instant)
         location = self.location()
-        table = location.open_table()
-        if is_compaction_committed(table, instant):
-            self.log.info("Compaction %s of %s is already committed: nothing to do", instant, location.base_path)
-            return {"instant": instant, "already_committed": True}
         config = CompactionConfig.from_options(self.service_options(location))
-        try:
-            result = execute_compaction(table, instant, config=config, engine=self.make_engine())
-        except InstantInProgressError as err:
-            raise AirflowSkipException(f"compaction {instant} of {location.base_path}: {err.detail}") from err
-        self.log.info("Compaction %s of %s: %s", instant, location.base_path, result.to_json_obj())
-        return {**result.to_json_obj(), "already_committed": result.already_committed}
+        # a committed plan is the core's no-op (already_committed); another process's plan is skipped
+        run = run_compaction_plan(location.open_table(), instant, config=config, make_engine=self.make_engine)
+        if run.skipped:
+            raise AirflowSkipException(f"compaction {instant} of {location.base_path}: {run.skipped}")
+        if run.already_committed:
+            self.log.info("Compaction %s of %s is already committed: nothing to do", instant, location.base_path)
+        else:
+            assert run.result is not None
+            self.log.info("Compaction %s of %s: %s", instant, location.base_path, run.result.to_json_obj())
+        return run.to_json_obj()
 
 
 class HudiCleanOperator(HudiEngineOperator):

@@ -16,7 +16,6 @@ once, without retries (:class:`~lake_orchestration.dagster.errors.PermanentHudiE
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -30,12 +29,11 @@ from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.services.compaction import (
     CompactionConfig,
-    CompactionExecution,
     CompactionResult,
     CompactionTotals,
-    commit_execution,
-    execute_plan,
-    is_compaction_committed,
+    PlanRun,
+    commit_compaction_plan,
+    execute_compaction_plan,
 )
 from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
 
@@ -162,19 +160,10 @@ def compaction_metadata(
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExecutedPlan:
-    """What the ``execute_plan`` op hands to the ``commit`` op of one compaction partition (pickled by the IO
-    manager, so a retried or re-executed commit op reads it without executing the plan again)."""
-
-    instant: str
-    """The compaction instant (the partition key)."""
-    execution: CompactionExecution | None = None
-    """The ``CompactionExecution`` (write stats of the new base files) to commit; None: nothing to commit."""
-    already_committed: bool = False
-    """The plan was committed before this run."""
-    skipped: str = ""
-    """Why the plan was not executed (another process executes it), or empty."""
+ExecutedPlan = PlanRun
+"""What the ``execute_plan`` op hands to the ``commit`` op of one compaction partition (pickled by the IO manager, so
+a retried or re-executed commit op reads it without executing the plan again): the core's
+:class:`~lake_orchestration.hudi.services.compaction.PlanRun` (an alias, kept for the old name)."""
 
 
 def execution_metadata(execution: CompactionTotals) -> dict[str, dg.MetadataValue]:
@@ -218,7 +207,7 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     stats. ``commit`` writes only ``<instant>.commit`` from them. Each op has the table's retry policy: a failed
     commit is retried alone (the plan is not executed again), and a committed plan makes both a no-op.
     """
-    from lake_orchestration.errors import InstantInProgressError
+    from lake_orchestration.errors import InstantNotFoundError
 
     def compaction_config() -> CompactionConfig:
         return cfg.compaction_config()
@@ -236,23 +225,24 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
         instant = context.partition_key
         with hudi_step(cfg, instant=instant) as step:
             table = step.open_table()
-            if is_compaction_committed(table, instant):
-                context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
-                return ExecutedPlan(instant=instant, already_committed=True)
-            if instant not in {str(i.time) for i in table.timeline.pending_compactions()}:
-                raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt())
             spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
             try:
+                # a committed plan is the core's no-op; a plan another process (a second deployment, the CLI)
+                # executes is skipped: it will commit it
                 with progress_in_run_log(context, spark):
-                    execution = execute_plan(
+                    executed = execute_compaction_plan(
                         table, instant, config=compaction_config(), engine=table_engine(cfg.engine, spark)
                     )
-            except InstantInProgressError as err:
-                # another process (a second deployment, the CLI) executes this plan and will commit it
-                context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {err.detail}")
-                return ExecutedPlan(instant=instant, skipped=err.detail)
-        context.add_output_metadata(execution_metadata(execution))
-        return ExecutedPlan(instant=instant, execution=execution)
+            except InstantNotFoundError as err:
+                raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
+        if executed.already_committed:
+            context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
+        elif executed.skipped:
+            context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {executed.skipped}")
+        else:
+            assert executed.execution is not None
+            context.add_output_metadata(execution_metadata(executed.execution))
+        return executed
 
     @table_op(
         cfg,
@@ -263,13 +253,14 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     )
     def commit_op(context: dg.OpExecutionContext, executed: ExecutedPlan) -> dg.Output[None]:
         instant = executed.instant
-        if executed.execution is None:
+        if executed.execution is None:  # the core's no-op: committed before, or another process's
             md: dict[str, Any] = {"instant": instant}
             md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
             return dg.Output(None, metadata=md)
         with hudi_step(cfg, instant=instant) as step:
             table = step.open_table()
-            result = commit_execution(table, executed.execution, config=compaction_config())
+            result = commit_compaction_plan(table, executed, config=compaction_config()).result
+        assert result is not None
         if result.already_committed:
             context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
         log_health(context, cfg, translator, table)

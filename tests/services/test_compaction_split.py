@@ -133,3 +133,35 @@ def test_compaction_in_process_scans_each_log_side_once_snapshot_unchanged(
     assert result.log_records > 0
     assert sorted(scans) == sorted(set(scans)), "a log side was scanned twice"
     _assert_compacted(path, instant, before)
+
+
+def test_compaction_plan_verbs_are_a_noop_on_a_committed_plan(tmp_path: Path) -> None:
+    """The verbs the shells call: execute then commit (pickled between them), or both at once; on a committed plan
+    each is a no-op (``already_committed``) that lists nothing new and builds no engine; an unknown plan raises."""
+    from lake_orchestration.errors import InstantNotFoundError
+    from lake_orchestration.hudi.services.compaction import (
+        commit_compaction_plan,
+        execute_compaction_plan,
+        run_compaction_plan,
+    )
+
+    path = _generated(tmp_path, deltas=3)
+    instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
+    executed = execute_compaction_plan(HudiTable(str(path)), instant)
+    assert executed.execution is not None and not executed.already_committed
+    done = commit_compaction_plan(HudiTable(str(path)), pickle.loads(pickle.dumps(executed)))
+    assert done.result is not None and not done.result.already_committed
+    assert done.to_json_obj()["already_committed"] is False
+    listing = sorted(p.name for p in (path / ".hoodie").iterdir())
+
+    def no_engine():  # type: ignore[no-untyped-def]
+        raise AssertionError("no engine for a no-op")
+
+    again = execute_compaction_plan(HudiTable(str(path)), instant, make_engine=no_engine)
+    assert again.already_committed and again.execution is None
+    assert commit_compaction_plan(HudiTable(str(path)), again) == again
+    run = run_compaction_plan(HudiTable(str(path)), instant, make_engine=no_engine)
+    assert run.to_json_obj() == {"instant": instant, "already_committed": True}
+    assert sorted(p.name for p in (path / ".hoodie").iterdir()) == listing
+    with pytest.raises(InstantNotFoundError, match="no pending compaction plan"):
+        run_compaction_plan(HudiTable(str(path)), "20200101000000000")

@@ -13,10 +13,12 @@
   :mod:`lake_orchestration.hudi.services.rollback.compaction`: :func:`rollback_inflight_compaction`,
   :func:`files_to_roll_back`, re-exported here).
 - :mod:`.service`: :func:`execute_compaction` (both steps in this process, the heartbeat kept until the commit) and
-  :func:`run_compaction` (pending plans, ``--seq FIFO|LIFO`` with ``--max-plans``).
+  :func:`run_compaction` (pending plans, ``--seq FIFO|LIFO`` with ``--max-plans``); the verbs the shells call on one
+  plan, a no-op on a plan already committed (:class:`PlanRun`): :func:`execute_compaction_plan`,
+  :func:`commit_compaction_plan`, :func:`run_compaction_plan`.
 
-A Dagster graph runs ``execute_plan`` and ``commit_execution`` as two ops: the commit op gets the
-:class:`CompactionExecution` and retries alone.
+A Dagster graph runs ``execute_compaction_plan`` and ``commit_compaction_plan`` as two ops: the commit op gets the
+:class:`PlanRun` (its :class:`CompactionExecution`) and retries alone.
 """
 
 from lake_orchestration.hudi.services.compaction.committer import (
@@ -45,7 +47,14 @@ from lake_orchestration.hudi.services.compaction.planner import (
     select_pending_plans,
 )
 from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult, CompactionTotals
-from lake_orchestration.hudi.services.compaction.service import execute_compaction, run_compaction
+from lake_orchestration.hudi.services.compaction.service import (
+    PlanRun,
+    commit_compaction_plan,
+    execute_compaction,
+    execute_compaction_plan,
+    run_compaction,
+    run_compaction_plan,
+)
 from lake_orchestration.hudi.services.rollback.compaction import files_to_roll_back, rollback_inflight_compaction
 
 __all__ = [
@@ -55,14 +64,17 @@ __all__ = [
     "CompactionStrategyName",
     "CompactionTotals",
     "OperationTask",
+    "PlanRun",
     "ScheduleResult",
     "TriggerStrategy",
     "check_base_files",
     "commit_compaction",
+    "commit_compaction_plan",
     "commit_execution",
     "compaction_commit_metadata",
     "compaction_tasks",
     "execute_compaction",
+    "execute_compaction_plan",
     "execute_operation",
     "execute_plan",
     "files_to_roll_back",
@@ -71,6 +83,7 @@ __all__ = [
     "pending_compaction_instants",
     "rollback_inflight_compaction",
     "run_compaction",
+    "run_compaction_plan",
     "schedule_compaction",
     "select_pending_plans",
 ]

@@ -1,18 +1,31 @@
 """Compaction as one call: execute-plan then commit in this process (:func:`execute_compaction`), and the offline
-compactor over the pending plans (:func:`run_compaction`, Hudi's ``HoodieCompactor``)."""
+compactor over the pending plans (:func:`run_compaction`, Hudi's ``HoodieCompactor``).
+
+The verbs the shells call on one plan, each a no-op on a plan already committed (:class:`PlanRun`, its
+``already_committed``), so no shell checks it first: :func:`execute_compaction_plan` (execute only; Paimon's
+``execute``) then :func:`commit_compaction_plan` (two steps, e.g. two Dagster ops), or :func:`run_compaction_plan`
+(both in this process, the heartbeat kept until the commit)."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import InstantInProgressError
+from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.services.compaction.committer import commit_execution
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
-from lake_orchestration.hudi.services.compaction.executor import execute_attempt
-from lake_orchestration.hudi.services.compaction.planner import schedule_compaction, select_pending_plans
-from lake_orchestration.hudi.services.compaction.result import CompactionResult
+from lake_orchestration.hudi.services.compaction.executor import execute_attempt, execute_plan
+from lake_orchestration.hudi.services.compaction.planner import (
+    is_compaction_committed,
+    schedule_compaction,
+    select_pending_plans,
+)
+from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -21,7 +34,8 @@ log = logging.getLogger(__name__)
 def execute_compaction(
     table: HudiTable, instant: str, *, config: CompactionConfig | None = None, engine: Engine | None = None
 ) -> CompactionResult:
-    """Execute and commit the pending plan ``instant`` (rolling back a crashed inflight attempt first).
+    """Execute and commit the pending plan ``instant`` (rolling back a crashed inflight attempt first); a plan
+    already committed raises (the shells' verb with a no-op for it: :func:`run_compaction_plan`).
 
     The plan's heartbeat (``.hoodie/.heartbeat/<instant>``, ``hoodie.client.heartbeat.*``) is kept from before the
     requested -> inflight transition until the commit; see :mod:`.attempt`. The two steps on their own:
@@ -91,3 +105,119 @@ def run_compaction(
             # another process executes this plan: leave it to it (plans never share a file group)
             log.warning("Skipping compaction %s: %s", t, err.detail)
     return results
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRun:
+    """What a verb on one compaction plan did (plain values: it pickles, so the commit may run in another process,
+    e.g. a Dagster op). Exactly one of: ``execution`` (executed, to commit), ``result`` (committed here),
+    ``already_committed`` (committed before this call: nothing done), ``skipped`` (another process executes it)."""
+
+    instant: str
+    """The compaction instant."""
+    execution: CompactionExecution | None = None
+    """The write stats of the new base files, to commit (:func:`commit_compaction_plan`)."""
+    result: CompactionResult | None = None
+    """The committed compaction (its ``already_committed``: an earlier try committed it, its answer lost)."""
+    already_committed: bool = False
+    """The plan was committed before this call: nothing was done."""
+    skipped: str = ""
+    """Why the plan was not executed (another process executes it: its heartbeat is fresh), or empty."""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The committed result's JSON plus ``already_committed``; for a no-op, the instant and why."""
+        if self.result is not None:
+            return {**self.result.to_json_obj(), "already_committed": self.result.already_committed}
+        if self.already_committed:
+            return {"instant": self.instant, "already_committed": True}
+        return {"instant": self.instant, "skipped": self.skipped}
+
+
+def _noop(table: HudiTable, instant: InstantTime) -> PlanRun | None:
+    """The no-op of a plan already committed on the timeline the table holds (a table just opened), or None.
+
+    Raises:
+        InstantNotFoundError: neither committed nor pending (rolled back, or never scheduled).
+    """
+    if is_compaction_committed(table, instant):
+        log.info("Compaction %s of %s is already committed: nothing to do", instant, table.base_uri)
+        return PlanRun(instant=str(instant), already_committed=True)
+    if str(instant) not in {str(i.time) for i in table.timeline.pending_compactions()}:
+        raise InstantNotFoundError(table.base_uri, instant, "no pending compaction plan")
+    return None
+
+
+def _engine(engine: Engine | None, make_engine: Callable[[], Engine] | None) -> Engine | None:
+    return make_engine() if make_engine is not None else engine
+
+
+def execute_compaction_plan(
+    table: HudiTable,
+    instant: InstantTime | str,
+    *,
+    config: CompactionConfig | None = None,
+    engine: Engine | None = None,
+    make_engine: Callable[[], Engine] | None = None,
+) -> PlanRun:
+    """Execute-plan only (:func:`~.executor.execute_plan`), as Paimon's ``execute``: a plan already committed (on
+    the timeline the table holds; the execution lists it again) is a no-op (``already_committed``), a plan another
+    process executes is ``skipped``; else the :class:`PlanRun` holds the execution for
+    :func:`commit_compaction_plan`. ``make_engine``: builds the engine when the plan is executed (so no Spark
+    session starts for a no-op); else ``engine``.
+
+    Raises:
+        InstantNotFoundError: no pending plan ``instant`` and no commit of it.
+        CorruptLogBlockError: as :func:`~.executor.execute_plan`.
+    """
+    t = InstantTime(instant, where=f"{table.base_uri}: compaction instant")
+    noop = _noop(table, t)
+    if noop is not None:
+        return noop
+    try:
+        return PlanRun(
+            instant=str(t), execution=execute_plan(table, str(t), config=config, engine=_engine(engine, make_engine))
+        )
+    except InstantInProgressError as err:
+        log.warning("Skipping compaction %s: %s", t, err.detail)
+        return PlanRun(instant=str(t), skipped=err.detail)
+
+
+def commit_compaction_plan(table: HudiTable, executed: PlanRun, *, config: CompactionConfig | None = None) -> PlanRun:
+    """Commit the execution of :func:`execute_compaction_plan` (:func:`~.committer.commit_execution`); a no-op run
+    (already committed, skipped) is returned as it is.
+
+    Raises:
+        As :func:`~.committer.commit_execution`.
+    """
+    if executed.execution is None:
+        return executed
+    result = commit_execution(table, executed.execution, config=config)
+    return replace(executed, result=result)
+
+
+def run_compaction_plan(
+    table: HudiTable,
+    instant: InstantTime | str,
+    *,
+    config: CompactionConfig | None = None,
+    engine: Engine | None = None,
+    make_engine: Callable[[], Engine] | None = None,
+) -> PlanRun:
+    """Execute and commit the plan ``instant`` in this process (:func:`execute_compaction`), a no-op on a plan
+    already committed (``already_committed``) and on one another process executes (``skipped``). ``make_engine``:
+    builds the engine when the plan is executed (so no Spark session starts for a no-op); else ``engine``.
+
+    Raises:
+        InstantNotFoundError: no pending plan ``instant`` and no commit of it.
+        InvalidInstantStateError, CorruptLogBlockError: as :func:`execute_compaction`.
+    """
+    t = InstantTime(instant, where=f"{table.base_uri}: compaction instant")
+    noop = _noop(table, t)
+    if noop is not None:
+        return noop
+    try:
+        result = execute_compaction(table, str(t), config=config, engine=_engine(engine, make_engine))
+    except InstantInProgressError as err:
+        log.warning("Skipping compaction %s: %s", t, err.detail)
+        return PlanRun(instant=str(t), skipped=err.detail)
+    return PlanRun(instant=str(t), result=result)
