@@ -387,9 +387,10 @@ def test_clean_and_savepoint_cli(tmp_path: Path) -> None:
 
 
 def _fake_metadata_table(path: Path) -> None:
-    """What a Java writer with the metadata table enabled leaves: the partitions property and .hoodie/metadata."""
+    """What a Java writer with the metadata table and its column stats index enabled leaves: the partitions property
+    and .hoodie/metadata (a partition other than ``files``: still refused unless hoodie.metadata.enable=false)."""
     t = HudiTable(str(path))
-    t.update_properties({"hoodie.table.metadata.partitions": "files"})
+    t.update_properties({"hoodie.table.metadata.partitions": "files,column_stats"})
     mdt = path / ".hoodie" / "metadata" / ".hoodie"
     mdt.mkdir(parents=True)
     (mdt / "hoodie.properties").write_text("hoodie.table.name=t_metadata\n")

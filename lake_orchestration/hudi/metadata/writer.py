@@ -40,14 +40,23 @@ from lake_orchestration.hudi.metadata.records import (
     writer_schema_text,
 )
 from lake_orchestration.hudi.metadata.records import RECORDKEY_PARTITION_LIST as PARTITION_LIST_KEY
-from lake_orchestration.hudi.model.avro import CleanMetadata, RollbackMetadata
+from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
+from lake_orchestration.hudi.model.avro import (
+    CleanMetadata,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
 from lake_orchestration.hudi.model.avro.schema import schema_text
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
-from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, FileSlice, LogFile
+from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, FileSlice, LogFile, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.model.properties import HoodieKey
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.marker import create_marker, delete_markers
+from lake_orchestration.io.hadoop_paths import qualified_path
 
 log = logging.getLogger(__name__)
 
@@ -255,12 +264,7 @@ def metadata_table(table: HudiTable) -> HudiTable:
 
 def enabled_partitions(table: HudiTable) -> list[str]:
     """``hoodie.table.metadata.partitions`` (plus ``…inflight``) of the data table."""
-    raw = table.config.raw
-    names = [
-        *(raw.get(HoodieKey.METADATA_PARTITIONS.key) or "").split(","),
-        *(raw.get(HoodieKey.METADATA_PARTITIONS_INFLIGHT.key) or "").split(","),
-    ]
-    return list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    return table.metadata_partitions()
 
 
 def update_metadata_table(
@@ -288,7 +292,9 @@ def update_metadata_table(
     rolled_back = _roll_back_pending(mdt, instant)
     done = mdt.timeline.get(instant, Action.DELTA_COMMIT)
     if done is not None and done.is_completed:
-        return _reuse_completed(mdt, done, block, len(records))
+        reused = _reuse_completed(mdt, done, block, len(records))
+        if reused is not None:
+            return reused
     slice_ = _files_slice(mdt)
     start = time.monotonic()
     requested = mdt.create_requested(Instant(InstantTime(instant), Action.DELTA_COMMIT, State.REQUESTED))
@@ -334,24 +340,120 @@ def _files_slice(mdt: HudiTable) -> FileSlice:
 
 
 def _roll_back_pending(mdt: HudiTable, instant: str) -> tuple[str, ...]:
-    """Roll back every pending MDT deltacommit (Java's ``rollbackFailedWrites`` with the MDT's EAGER policy)."""
+    """Roll back every pending MDT deltacommit (Java's ``rollbackFailedWrites`` with the MDT's EAGER policy), after
+    finishing any MDT rollback a crash interrupted."""
+    mdt.refresh()
+    for rb in [i for i in mdt.timeline.pending() if i.action is Action.ROLLBACK]:
+        plan = mdt.read_model(Instant(rb.time, Action.ROLLBACK, State.REQUESTED), RollbackPlan)
+        target = plan.instant_to_rollback.commit_time if plan.instant_to_rollback is not None else ""
+        log.info("Finishing the interrupted metadata-table rollback %s of %s", rb.time, target)
+        rollback_metadata_deltacommit(mdt, target, str(rb.time))
     pending = [i for i in mdt.refresh().timeline.pending() if i.action is Action.DELTA_COMMIT]
-    if not pending:
-        return ()
-    from lake_orchestration.hudi.services.rollback.service import (
-        rollback_write,  # services sit above; imported when needed
-    )
-
     done = []
     for inst in sorted(pending, key=lambda i: str(i.time), reverse=True):
         log.info("Rolling back the pending metadata-table deltacommit %s of %s", inst.time, mdt.base_uri)
-        rollback_write(mdt, str(inst.time))
+        rollback_metadata_deltacommit(mdt, str(inst.time))
         done.append(str(inst.time))
-    mdt.refresh()
     return tuple(done)
 
 
-def _reuse_completed(mdt: HudiTable, done: Instant, block: bytes, n: int) -> MetadataCommit:
+def rollback_metadata_deltacommit(mdt: HudiTable, instant: str, rollback_time: str | None = None) -> Instant | None:
+    """Roll back the MDT deltacommit ``instant`` (pending or completed) as Java's MDT write client does
+    (``withRollbackUsingMarkers(false)``: listing based; a completed instant is first reverted to inflight): a
+    rollback plan naming every ``files-0000-0`` log file holding a block of ``instant``, a new log file per slice
+    with a ROLLBACK command block targeting it, the instant's timeline files deleted, ``<rollback>.rollback``
+    completed. ``rollback_time``: the rollback instant (Java: ``<data rollback>006`` for a data-table rollback; a
+    new instant for a failed MDT write; an interrupted rollback's own time to finish it). Returns the completed
+    rollback, or None when the MDT has no such deltacommit.
+
+    Every step is repeatable: a crash leaves a pending ``.rollback`` on the MDT, finished by the next MDT write
+    (:func:`update_metadata_table`) or by Java's ``rollbackFailedWrites``.
+    """
+    storage = mdt.storage
+    tl = mdt.refresh().timeline
+    target = tl.get(instant, Action.DELTA_COMMIT)
+    pending_rb = tl.get(rollback_time, Action.ROLLBACK) if rollback_time is not None else None
+    if target is None and pending_rb is None:
+        return None
+    start = time.monotonic()
+    logs: dict[str, dict[str, int]] = {}
+    for f in storage.list_dir(storage.join(FILES_PARTITION)):
+        if f.is_dir or not is_log_file_name(f.name):
+            continue
+        lf = LogFile.parse(f.name, partition_path=FILES_PARTITION, size=f.size)
+        if lf.file_id != FILES_FILE_ID:
+            continue
+        blocks = iter_blocks(storage.read_bytes(f.path), storage.uri(f.path))
+        if any(b.instant_time == instant and b.block_type is not LogBlockType.COMMAND_BLOCK for b in blocks):
+            logs.setdefault(str(lf.base_instant), {})[qualified_path(storage, f.path)] = f.size
+    if pending_rb is None:
+        plan = RollbackPlan(
+            instant_to_rollback=InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT.value),
+            rollback_requests=tuple(
+                RollbackRequest(
+                    partition_path=FILES_PARTITION,
+                    file_id=FILES_FILE_ID,
+                    latest_base_instant=base,
+                    files_to_be_deleted=(),
+                    log_blocks_to_be_deleted=found,
+                )
+                for base, found in sorted(logs.items())
+            ),
+        )
+        rb_time = InstantTime(rollback_time) if rollback_time is not None else mdt.new_instant_time()
+        pending_rb = mdt.create_requested(Instant(rb_time, Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
+    inflight = (
+        mdt.transition_to_inflight(pending_rb) if pending_rb.state is State.REQUESTED else pending_rb
+    )
+    rb = str(inflight.time)
+    if target is not None and target.is_completed:  # Java's revertToInflight: readers ignore its block from here
+        storage.delete_file(mdt.instant_path(target), missing_ok=True)
+    written: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    for base, found in sorted(logs.items()):
+        lf = write_log_file(
+            storage,
+            partition_path=FILES_PARTITION,
+            file_id=FILES_FILE_ID,
+            base_instant=base,
+            write_token=UNKNOWN_WRITE_TOKEN,
+            blocks=[rollback_command_block(instant=rb, target_instant=instant)],
+        )
+        written[qualified_path(storage, storage.join(lf.relative_path))] = lf.size
+        failed.update(found)
+    delete_markers(storage, instant)
+    for state in (State.INFLIGHT, State.REQUESTED):
+        storage.delete_file(
+            mdt.instant_path(Instant(InstantTime(instant), Action.DELTA_COMMIT, state)), missing_ok=True
+        )
+    metadata = RollbackMetadata(
+        start_rollback_time=rb,
+        time_taken_in_millis=int((time.monotonic() - start) * 1000),
+        total_files_deleted=0,
+        commits_rollback=(instant,),
+        partition_metadata={
+            FILES_PARTITION: RollbackPartitionMetadata(
+                partition_path=FILES_PARTITION,
+                success_delete_files=(),
+                failed_delete_files=(),
+                rollback_log_files=written,
+                log_files_from_failed_commit=failed,
+            )
+        }
+        if written
+        else {},
+        version=1,
+        instants_rollback=(InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT.value),),
+    )
+    done = mdt.transition_to_completed(inflight, metadata.to_bytes())
+    mdt.refresh()
+    return done
+
+
+def _reuse_completed(mdt: HudiTable, done: Instant, block: bytes, n: int) -> MetadataCommit | None:
+    """The completed MDT deltacommit ``done`` of an earlier attempt if its block holds exactly these records; else
+    it is rolled back (Java's ``commitInternal`` rolls back an already completed instant and writes it again) and
+    None is returned."""
     metadata = mdt.commit_metadata(done)
     paths = [s.path for s in metadata.write_stats() if s.path]
     for path in paths:
@@ -359,11 +461,9 @@ def _reuse_completed(mdt: HudiTable, done: Instant, block: bytes, n: int) -> Met
         blocks = [b for b in iter_blocks(data, mdt.storage.uri(path))]
         if blocks and _same_block(blocks[0], block):
             return MetadataCommit(str(done.time), path, n, already_completed=True)
-    raise MetadataTableError(
-        mdt.storage.uri(mdt.instant_path(done)),
-        f"the metadata table already has a completed deltacommit {done.time} with other records than this "
-        "attempt's: it must be rolled back first (Java's writer rolls it back); not done here yet",
-    )
+    log.info("Rolling back the completed metadata-table deltacommit %s (other records): written again", done.time)
+    rollback_metadata_deltacommit(mdt, str(done.time))
+    return None
 
 
 def _same_block(found: LogBlock, block: bytes) -> bool:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lake_orchestration.errors import CommitStateUnknownError, CorruptFileError, InstantNotFoundError, StorageError
+from lake_orchestration.hudi.metadata.sync import sync_metadata_table
 from lake_orchestration.hudi.model.avro import CompactionPlan, RequestedReplaceMetadata
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -61,8 +62,14 @@ class CommitSection:
 
 
 def complete_instant(table: HudiTable, inflight: Instant, content: bytes, *, what: str = "") -> Instant:
-    """Inflight -> completed (:meth:`HudiTable.transition_to_completed`, the commit point) with the ambiguous-write
-    rule: a :class:`StorageError` of the write is decided by a fresh timeline -- the completed instant is there
+    """Inflight -> completed (:meth:`HudiTable.transition_to_completed`, the commit point), the metadata table first
+    and with the ambiguous-write rule.
+
+    A table that keeps a metadata table (``files`` in ``hoodie.table.metadata.partitions``) gets the MDT deltacommit
+    of this instant, derived from ``content``, before the completed file is written
+    (:func:`~lake_orchestration.hudi.metadata.sync.sync_metadata_table`, as Java's ``writeTableMetadata`` before
+    ``saveAsComplete``): a crash in between leaves an MDT block readers ignore (its data instant is not completed),
+    which the next attempt reuses or rolls back. Then the ambiguous-write rule: a :class:`StorageError` of the write is decided by a fresh timeline -- the completed instant is there
     (an earlier answer was lost): it is returned; it is not: :class:`CommitStateUnknownError`. Call under the table
     lock (:func:`commit_section`, or the lock the caller holds). ``what`` names the commit in the error (default:
     ``<action> <instant time>``).
@@ -70,7 +77,9 @@ def complete_instant(table: HudiTable, inflight: Instant, content: bytes, *, wha
     Raises:
         InvalidInstantStateError: ``inflight`` is not on storage, or its completed file exists already.
         CommitStateUnknownError: the write failed and the timeline does not show the commit (or cannot be read).
+        MetadataTableError: the metadata table cannot be updated (nothing of the data instant is completed).
     """
+    sync_metadata_table(table, inflight, content)
     try:
         return table.transition_to_completed(inflight, content)
     except StorageError as err:

@@ -236,20 +236,33 @@ class HudiTable:
             return False
         return self.storage.exists(self.storage.join(HOODIE_DIR, METADATA_DIR, HOODIE_DIR, PROPERTIES_FILE))
 
+    def metadata_partitions(self) -> list[str]:
+        """The metadata table's partitions ``hoodie.properties`` names (``hoodie.table.metadata.partitions``, then
+        ``hoodie.table.metadata.partitions.inflight``)."""
+        raw = self.config.raw
+        names = [
+            *(raw.get(HoodieKey.METADATA_PARTITIONS.key) or "").split(","),
+            *(raw.get(HoodieKey.METADATA_PARTITIONS_INFLIGHT.key) or "").split(","),
+        ]
+        return list(dict.fromkeys(n.strip() for n in names if n.strip()))
+
     def ensure_metadata_table_handled(
         self, options: Mapping[str, str] | None, *, service: str, dry_run: bool = False, keeps_change_log: bool = False
     ) -> None:
-        """Refuse to change a table that has a metadata table, unless ``hoodie.metadata.enable=false`` drops it; and
-        a CDC-enabled table (``hoodie.table.cdc.enabled=true``) unless the service ``keeps_change_log`` (a rollback
-        removes a failed write with its CDC files; it adds no change).
+        """Check that ``service`` may change this table as regards its metadata table; and refuse a CDC-enabled table
+        (``hoodie.table.cdc.enabled=true``) unless the service ``keeps_change_log`` (a rollback removes a failed
+        write with its CDC files; it adds no change).
 
-        This project does not update Hudi's metadata table: Java readers listing files through it would miss files a
-        write adds and still list files a clean deletes. With ``hoodie.metadata.enable=false`` it is deleted first
-        (not on a dry run), as a Java writer with that setting does; Java rebuilds it on its next write with
-        metadata enabled.
+        - A metadata table whose only partition is ``files``: kept. Every completed instant updates it at the same
+          instant before completing (the commit path, :func:`lake_orchestration.hudi.table.commit.complete_instant`).
+        - ``hoodie.metadata.enable=false``: the metadata table is deleted first (not on a dry run), as a Java writer
+          with that setting does; Java rebuilds it on its next write with metadata enabled.
+        - Other partitions (``column_stats``, ``bloom_filters``, ``record_index``, ...), or a metadata table folder
+          that ``hoodie.table.metadata.partitions`` does not list as having ``files``: refused.
 
         Raises:
-            MetadataTableError: a metadata table exists and ``hoodie.metadata.enable`` is not ``false``.
+            MetadataTableError: the metadata table has partitions other than ``files`` (or no ``files``) and
+                ``hoodie.metadata.enable`` is not ``false``.
             UnsupportedTableFeatureError: the table keeps a CDC change log and the service would not write it.
         """
         if not keeps_change_log:
@@ -261,11 +274,22 @@ class HudiTable:
                 log.warning("Deleting the metadata table of %s (hoodie.metadata.enable=false)", self.base_uri)
                 self.drop_metadata_table()
             return
+        partitions = self.metadata_partitions()
+        others = [p for p in partitions if p != "files"]
+        if "files" in partitions and not others:
+            return
+        found = (
+            f"partitions {others} that {service} does not update (only 'files' is kept here)"
+            if others
+            else f"a folder .hoodie/metadata but {HoodieKey.METADATA_PARTITIONS.key} does not list 'files' (not "
+            "initialised)"
+        )
         raise MetadataTableError(
             self.base_uri,
-            f"has a metadata table (.hoodie/metadata) that {service} does not update: Java readers listing files "
-            "through it would see a stale file list. Pass hoodie.metadata.enable=false (CLI: --option "
-            "hoodie.metadata.enable=false) to delete the metadata table first, as a Java writer with that setting does",
+            f"has a metadata table (.hoodie/metadata) with {found}: Java readers using them would see stale "
+            "indexes. Either pass hoodie.metadata.enable=false (CLI: --option hoodie.metadata.enable=false), which "
+            "deletes the metadata table as a Java writer with that setting does (Java rebuilds it on its next write), "
+            f"or run {service} with Java Hudi on this table",
         )
 
     def ensure_no_change_log(self, *, service: str) -> None:

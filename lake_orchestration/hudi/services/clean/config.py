@@ -54,8 +54,10 @@ class CleanConfig:
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     """``hoodie.client.heartbeat.*``: the heartbeat of the clean instant while its files are deleted."""
     metadata_enable: bool = option(HoodieKey.METADATA_ENABLE, True)
-    """``hoodie.metadata.enable``: clean does not update Hudi's metadata table, so a table that has one is refused
-    unless this is ``false``, which deletes the metadata table first."""
+    """``hoodie.metadata.enable``: true (Hudi's default) keeps a metadata table whose only partition is ``files``
+    (the clean's MDT deltacommit flags the deleted files, at the clean's instant) and refuses one with other
+    partitions (``column_stats``, ``bloom_filters``, ``record_index``); ``false`` deletes the metadata table first,
+    as a Java writer with that setting does."""
 
     def __post_init__(self) -> None:
         check_minimums(self, service="clean")

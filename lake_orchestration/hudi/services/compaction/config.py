@@ -96,8 +96,10 @@ class CompactionConfig:
     log_compaction_blocks_threshold: int = option(HoodieKey.LOG_COMPACTION_BLOCKS_THRESHOLD, 5, minimum=0)
     """``hoodie.log.compaction.blocks.threshold``."""
     metadata_enable: bool = option(HoodieKey.METADATA_ENABLE, True)
-    """``hoodie.metadata.enable``: compaction does not update Hudi's metadata table, so a table that has one is
-    refused unless this is ``false``, which deletes the metadata table first (as a Java client with that setting)."""
+    """``hoodie.metadata.enable``: true (Hudi's default) keeps a metadata table whose only partition is ``files``
+    (the compaction's MDT deltacommit lists the files it wrote, at the compaction's instant) and refuses one with
+    other partitions (``column_stats``, ``bloom_filters``, ``record_index``); ``false`` deletes the metadata table
+    first (as a Java client with that setting)."""
     lock: LockConfig = field(default_factory=LockConfig)
     """``hoodie.write.lock.*``: the table lock held while a plan is scheduled and while it is committed."""
     failed_writes_policy: str = option(HoodieKey.FAILED_WRITES_CLEANER_POLICY, "EAGER", parse=_upper)

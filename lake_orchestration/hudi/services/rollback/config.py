@@ -22,8 +22,10 @@ class RollbackConfig:
     """``hoodie.client.heartbeat.*``: an attempt whose heartbeat is younger than its expiry is alive and is not
     rolled back."""
     metadata_enable: bool = option(HoodieKey.METADATA_ENABLE, True)
-    """``hoodie.metadata.enable``: a rollback does not update Hudi's metadata table, so a table that has one is
-    refused unless this is ``false``, which deletes the metadata table first."""
+    """``hoodie.metadata.enable``: true (Hudi's default) keeps a metadata table whose only partition is ``files``
+    (as Java 0.15: the rollback's MDT deltacommit lists its rollback log files, and the rolled-back instant's MDT
+    deltacommit is rolled back; an instant at or before the MDT's latest compaction is refused) and refuses one with
+    other partitions; ``false`` deletes the metadata table first."""
 
     def metadata_options(self) -> dict[str, str]:
         """The options :meth:`HudiTable.ensure_metadata_table_handled` reads."""
