@@ -44,8 +44,9 @@ def test_log_compaction_cli_schedule_and_run(tmp_path: Path) -> None:
 
     path = _generated(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
-    r = CliRunner().invoke(cli, ["log-compaction", "schedule", str(path), "--option",
-                                 "hoodie.log.compaction.blocks.threshold=2"])
+    r = CliRunner().invoke(
+        cli, ["log-compaction", "schedule", str(path), "--option", "hoodie.log.compaction.blocks.threshold=2"]
+    )
     assert r.exit_code == 0 and "Scheduled log compaction" in r.output, r.output
     r = CliRunner().invoke(cli, ["log-compaction", "run", str(path)])
     assert r.exit_code == 0 and "Committed log compaction" in r.output, r.output
@@ -116,3 +117,19 @@ def test_log_compaction_commit_refused_when_the_attempt_was_taken_over(tmp_path:
     with pytest.raises(InvalidInstantStateError, match="not committed by this process"):
         commit_log_compaction(HudiTable(str(path)), execution, config=cfg)
     assert HudiTable(str(path)).timeline.get(instant, Action.LOG_COMPACTION).state is State.INFLIGHT
+
+
+def test_run_log_compactions_runs_every_pending_plan_then_nothing(tmp_path: Path) -> None:
+    """The loop of ``lake-orch log-compaction run`` lives in the core: every pending plan, oldest first, or one."""
+    from lake_orchestration.hudi.services.log_compaction import run_log_compactions
+
+    path = _generated(tmp_path, deltas=3)
+    before = hudi_rs_snapshot(path)
+    cfg = CompactionConfig(log_compaction_blocks_threshold=2)
+    sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)
+    assert sched.scheduled, sched.reason
+    runs = list(run_log_compactions(HudiTable(str(path)), config=cfg))
+    assert [r.instant for r in runs] == [str(sched.instant)] and runs[0].metadata is not None
+    assert HudiTable(str(path)).timeline.get(str(sched.instant), Action.DELTA_COMMIT).is_completed
+    assert list(run_log_compactions(HudiTable(str(path)), config=cfg)) == []
+    assert_same_rows(hudi_rs_snapshot(path), before)

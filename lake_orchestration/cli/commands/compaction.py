@@ -248,21 +248,16 @@ def log_compaction_schedule(path: str, instant_time: str | None, options: tuple[
 @storage_options
 def log_compaction_run(path: str, instant_time: str | None, options: tuple[str, ...]) -> None:
     """Execute and commit pending log compaction plans (completed as deltacommits, LOG_COMPACT)."""
-    from lake_orchestration.errors import InstantInProgressError
     from lake_orchestration.hudi.services.compaction import CompactionConfig
-    from lake_orchestration.hudi.services.log_compaction import run_log_compaction
+    from lake_orchestration.hudi.services.log_compaction import run_log_compactions
 
     cfg = CompactionConfig.from_options(parse_options(options))
-    t = open_table(path)
-    targets = [instant_time] if instant_time else [str(i.time) for i in t.timeline.pending_log_compactions()]
-    if not targets:
+    ran = 0
+    for run in run_log_compactions(open_table(path), instant_time, config=cfg):
+        ran += 1
+        if run.metadata is None:
+            click.echo(f"Skipped log compaction {run.instant}: {run.skipped}")  # another process executes it
+        else:
+            click.echo(f"Committed log compaction {run.instant}: {len(run.metadata.write_stats())} file slice(s)")
+    if not ran:
         click.echo("No pending log compaction plan")
-    for ts in targets:
-        try:
-            md = run_log_compaction(t, ts, config=cfg)
-        except InstantInProgressError as err:
-            if instant_time:
-                raise
-            click.echo(f"Skipped log compaction {ts}: {err.detail}")  # another process executes it
-            continue
-        click.echo(f"Committed log compaction {ts}: {len(md.write_stats())} file slice(s)")

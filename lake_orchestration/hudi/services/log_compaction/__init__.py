@@ -3,9 +3,9 @@
 ``<ts>.logcompaction.requested`` (a ``HoodieCompactionPlan``) -> new merged log files -> ``<ts>.deltacommit``
 (``LOG_COMPACT``). :mod:`.planner` (:func:`schedule_log_compaction`), :mod:`.executor`
 (:func:`execute_log_compaction`), :mod:`.committer` (:func:`commit_log_compaction`), :mod:`.service`
-(:func:`run_log_compaction`). A crashed attempt's log files are deleted before the plan runs again by
-:func:`rollback_log_compaction_attempt` (:mod:`lake_orchestration.hudi.services.rollback.compaction`, re-exported
-here).
+(:func:`run_log_compaction`; every pending plan: :func:`run_log_compactions`). A crashed attempt's log files are
+deleted before the plan runs again by :func:`rollback_log_compaction_attempt`
+(:mod:`lake_orchestration.hudi.services.rollback.compaction`, re-exported here).
 """
 
 from lake_orchestration.hudi.services.log_compaction.committer import commit_log_compaction
@@ -20,12 +20,17 @@ from lake_orchestration.hudi.services.log_compaction.planner import (
     read_log_compaction_plan,
     schedule_log_compaction,
 )
-from lake_orchestration.hudi.services.log_compaction.service import run_log_compaction
+from lake_orchestration.hudi.services.log_compaction.service import (
+    LogCompactionRun,
+    run_log_compaction,
+    run_log_compactions,
+)
 from lake_orchestration.hudi.services.rollback.compaction import rollback_log_compaction_attempt
 
 __all__ = [
     "LOG_COMPACTION_EXECUTOR",
     "LogCompactionExecution",
+    "LogCompactionRun",
     "commit_log_compaction",
     "execute_log_compaction",
     "execute_log_compaction_attempt",
@@ -33,5 +38,6 @@ __all__ = [
     "read_log_compaction_plan",
     "rollback_log_compaction_attempt",
     "run_log_compaction",
+    "run_log_compactions",
     "schedule_log_compaction",
 ]
