@@ -169,12 +169,14 @@ class BootstrapRunConfig(dg.Config):
 
 def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition | None:
     """``<t>__bootstrap``: bootstrap the table from the parquet dataset its ``bootstrap_options`` name, once (None
-    for a table without a bootstrap source). A table that already has commits fails the run without retries; a
-    bootstrap that failed earlier (its pending ``00000000000001``/``...02``) is rolled back first, so a retry starts
-    over. Runs in-process (the skeleton files only read key columns)."""
-    from lake_orchestration.errors import TableNotFoundError
+    for a table without a bootstrap source). The core decides (:func:`~lake_orchestration.hudi.services.bootstrap.
+    prepare_bootstrap` with ``retry_failed``): a table that already has commits (but a resumable METADATA_ONLY
+    half) fails the run without retries, as does every refusal of the plan; a bootstrap that failed earlier (its
+    pending ``00000000000001``) is rolled back first, so a retry starts over. Runs in-process (the skeleton files
+    only read key columns)."""
+    from lake_orchestration.errors import PlanError, TableNotFoundError
     from lake_orchestration.hudi.model.instant import METADATA_BOOTSTRAP_INSTANT
-    from lake_orchestration.hudi.services.bootstrap import bootstrap, rollback_bootstrap
+    from lake_orchestration.hudi.services.bootstrap import BootstrapResult, execute_bootstrap, prepare_bootstrap
 
     bootstrap_config = cfg.bootstrap_config()
     if bootstrap_config is None:
@@ -184,26 +186,35 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
     def bootstrap_op(context: dg.OpExecutionContext, config: BootstrapRunConfig) -> None:
         with hudi_step(cfg, instant=METADATA_BOOTSTRAP_INSTANT) as step:
             try:
-                table = step.open_table()
-            except TableNotFoundError:
-                table = None
-            if table is not None:
-                done = table.timeline.completed_commits().last
-                if done is not None:
-                    raise PermanentHudiError(
-                        f"{cfg.name} already has commits (last {done.time}): a bootstrap runs on an empty table only",
-                        table=cfg.name,
-                        table_uri=cfg.base_path,
-                        instant=str(done.time),
-                        timeline=step.timeline_excerpt(),
-                        error="PlanError",
-                    )
-                if not config.dry_run:
-                    for rb in rollback_bootstrap(table, config=cfg.rollback_config()):
-                        context.log.warning(f"{cfg.name}: rolled back a failed bootstrap ({rb.time})")
-            result = bootstrap(
-                cfg.base_path, bootstrap_config, storage_options=cfg.storage_options(), dry_run=config.dry_run
-            )
+                prepared = prepare_bootstrap(
+                    cfg.base_path,
+                    bootstrap_config,
+                    storage_options=cfg.storage_options(),
+                    dry_run=config.dry_run,
+                    retry_failed=True,
+                    rollback_config=cfg.rollback_config(),
+                )
+            except PlanError as err:  # decided before anything was written: a retry cannot change it
+                try:
+                    step.open_table()
+                except TableNotFoundError:
+                    pass
+                raise PermanentHudiError(
+                    f"{type(err).__name__}: {err}",
+                    table=cfg.name,
+                    table_uri=cfg.base_path,
+                    instant=step.instant,
+                    timeline=step.timeline_excerpt(),
+                    error=type(err).__name__,
+                ) from err
+            for rb in prepared.rolled_back:
+                context.log.warning(f"{cfg.name}: rolled back a failed bootstrap ({rb})")
+            if config.dry_run:
+                result = BootstrapResult(plan=prepared.plan, dry_run=True)
+            else:
+                result = execute_bootstrap(
+                    cfg.base_path, prepared, bootstrap_config, storage_options=cfg.storage_options()
+                )
         for p in result.plan.partitions:
             context.log.info(f"{cfg.name}: {p.partition_path or '(top level)'} {p.mode.value} ({len(p.files)} files)")
         context.add_output_metadata(

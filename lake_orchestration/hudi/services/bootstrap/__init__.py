@@ -7,7 +7,7 @@ FULL_RECORD partitions are bulk-inserted at ``00000000000002``.
 partitions, files and modes), :mod:`.executor` (skeleton files, the FULL_RECORD bulk insert), :mod:`.committer`
 (bootstrap index, then the completed instant), rollback (:func:`rollback_bootstrap`, in
 :mod:`lake_orchestration.hudi.services.rollback.bootstrap`, re-exported here), :mod:`.service`
-(:func:`bootstrap` end to end).
+(:func:`prepare_bootstrap` -> :func:`execute_bootstrap`; :func:`bootstrap` end to end).
 """
 
 from lake_orchestration.hudi.services.bootstrap.committer import commit_metadata_only
@@ -24,7 +24,13 @@ from lake_orchestration.hudi.services.bootstrap.planner import (
     list_source_partitions,
     plan_bootstrap,
 )
-from lake_orchestration.hudi.services.bootstrap.service import BootstrapResult, bootstrap
+from lake_orchestration.hudi.services.bootstrap.service import (
+    BootstrapResult,
+    PreparedBootstrap,
+    bootstrap,
+    execute_bootstrap,
+    prepare_bootstrap,
+)
 from lake_orchestration.hudi.services.rollback.bootstrap import pending_bootstrap_instants, rollback_bootstrap
 
 __all__ = [
@@ -35,13 +41,16 @@ __all__ = [
     "MetadataOnlyExecution",
     "ModeSelector",
     "PartitionPlan",
+    "PreparedBootstrap",
     "SourceFile",
     "bootstrap",
     "commit_metadata_only",
+    "execute_bootstrap",
     "execute_full_record",
     "execute_metadata_only",
     "list_source_partitions",
     "pending_bootstrap_instants",
     "plan_bootstrap",
+    "prepare_bootstrap",
     "rollback_bootstrap",
 ]

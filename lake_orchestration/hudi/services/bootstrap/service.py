@@ -9,10 +9,14 @@ committed (``00000000000002`` pending or not started) is resumed by bootstrappin
 plan is checked against the committed bootstrap index, a pending ``...02`` whose heartbeat expired is rolled back,
 and the FULL_RECORD half is written (Java instead restores the whole table to its initial state before bootstrapping
 again; resuming keeps the committed, already readable METADATA_ONLY half).
+
+The verbs: :func:`prepare_bootstrap` (the decision: refuse, resume, or with ``retry_failed`` roll a failed attempt
+back and start over) -> :func:`execute_bootstrap`; :func:`bootstrap` is both, what the CLI and Dagster call.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +33,12 @@ from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig, B
 from lake_orchestration.hudi.services.bootstrap.executor import execute_full_record, execute_metadata_only
 from lake_orchestration.hudi.services.bootstrap.planner import BootstrapPlan, plan_bootstrap
 from lake_orchestration.hudi.services.rollback import rollback_write
+from lake_orchestration.hudi.services.rollback.bootstrap import rollback_bootstrap
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, attempt_liveness
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,35 +114,75 @@ def _open_table(base_uri: str, plan: BootstrapPlan, config: BootstrapConfig, sto
     return table
 
 
-def bootstrap(
+@dataclass(frozen=True, kw_only=True)
+class PreparedBootstrap:
+    """What :func:`prepare_bootstrap` decided: the plan to execute, and the failed attempts it rolled back."""
+
+    plan: BootstrapPlan
+    rolled_back: tuple[str, ...] = ()
+    """Rollback instants of a failed earlier bootstrap rolled back first (``retry_failed``)."""
+
+
+def prepare_bootstrap(
     base_uri: str,
     config: BootstrapConfig,
     *,
     storage_options: Mapping[str, str] | None = None,
-    engine: Engine | None = None,
     dry_run: bool = False,
-) -> BootstrapResult:
-    """Bootstrap the parquet dataset at ``config.source_path`` into a new Hudi table at ``base_uri``.
+    retry_failed: bool = False,
+    rollback_config: RollbackConfig | None = None,
+) -> PreparedBootstrap:
+    """The bootstrap decision every shell gets from here, before anything of the bootstrap is written: a table with
+    commits is refused, unless its only commit is the METADATA_ONLY half ``00000000000001`` of this bootstrap (then
+    the FULL_RECORD half is resumed); a failed earlier attempt (``00000000000001`` pending, no commit) is refused
+    with the rollback to run, or, with ``retry_failed`` (an orchestrator retrying its own step), rolled back first
+    (not on a dry run) so the bootstrap starts over.
 
-    Args:
-        base_uri: the table's base path (created; an existing table must have no commit).
-        config: source path, mode selector, and the new table's write options.
-        storage_options: options for object stores (the table's and the source's).
-        engine: runs the skeleton tasks and the bulk insert's file-group tasks (default: in this process).
-        dry_run: only plan (nothing is written).
-
-    Returns:
-        The plan and what was committed.
+    ``rollback_config``: the rollback's settings (default: the write options' lock and heartbeat).
 
     Raises:
-        PlanError: no source files, key fields missing from the source, or the table already has commits or a
-            pending bootstrap.
-        StorageError: the source or the table cannot be read or written.
+        PlanError: as :func:`plan_bootstrap` (a retry cannot change any of them: the table has commits, a failed
+            bootstrap is pending without ``retry_failed``, the source or the selection is wrong).
     """
     opts = dict(storage_options) if storage_options else None
-    plan = plan_bootstrap(base_uri, config, storage_options=opts)
-    if dry_run:
-        return BootstrapResult(plan=plan, dry_run=True)
+    rolled_back: list[str] = []
+    if retry_failed and not dry_run:
+        try:
+            table = HudiTable(base_uri, storage_options=opts)
+        except TableNotFoundError:
+            table = None
+        if table is not None and table.timeline.completed_commits().last is None:
+            rb = rollback_config or RollbackConfig(
+                lock=config.write.lock,
+                heartbeat=HeartbeatConfig.from_options(config.write.options, service="bootstrap"),
+            )
+            rolled_back = [str(i.time) for i in rollback_bootstrap(table, config=rb)]
+            for t in rolled_back:
+                log.warning("Rolled back a failed bootstrap of %s (%s)", base_uri, t)
+    return PreparedBootstrap(
+        plan=plan_bootstrap(base_uri, config, storage_options=opts), rolled_back=tuple(rolled_back)
+    )
+
+
+def execute_bootstrap(
+    base_uri: str,
+    prepared: PreparedBootstrap | BootstrapPlan,
+    config: BootstrapConfig,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
+) -> BootstrapResult:
+    """Write the planned bootstrap (:func:`prepare_bootstrap`): create the table (or give an empty one the
+    bootstrap keys), execute and commit the METADATA_ONLY half ``00000000000001`` (or, resumed, roll back a failed
+    FULL_RECORD half), then the FULL_RECORD half ``00000000000002``.
+
+    Raises:
+        PlanError: a resumed FULL_RECORD half ``00000000000002`` is still being written (fresh heartbeat): a later
+            retry may succeed.
+        StorageError: the source or the table cannot be read or written.
+    """
+    plan = prepared.plan if isinstance(prepared, PreparedBootstrap) else prepared
+    opts = dict(storage_options) if storage_options else None
     table = _open_table(base_uri, plan, config, opts)
     metadata_instant = None
     skeletons = 0
@@ -164,6 +211,43 @@ def bootstrap(
         full_record_rows=full.inserted if full is not None else 0,
         resumed=plan.resume,
     )
+
+
+def bootstrap(
+    base_uri: str,
+    config: BootstrapConfig,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
+    dry_run: bool = False,
+    retry_failed: bool = False,
+) -> BootstrapResult:
+    """Bootstrap the parquet dataset at ``config.source_path`` into a new Hudi table at ``base_uri``:
+    :func:`prepare_bootstrap` then :func:`execute_bootstrap` (the verb the CLI and Dagster call; it takes the
+    table's path, not a table: the table is created here).
+
+    Args:
+        base_uri: the table's base path (created; an existing table must have no commit).
+        config: source path, mode selector, and the new table's write options.
+        storage_options: options for object stores (the table's and the source's).
+        engine: runs the skeleton tasks and the bulk insert's file-group tasks (default: in this process).
+        dry_run: only plan (nothing is written).
+        retry_failed: roll back a failed earlier attempt first (see :func:`prepare_bootstrap`).
+
+    Returns:
+        The plan and what was committed.
+
+    Raises:
+        PlanError: no source files, key fields missing from the source, or the table already has commits or a
+            pending bootstrap (without ``retry_failed``).
+        StorageError: the source or the table cannot be read or written.
+    """
+    prepared = prepare_bootstrap(
+        base_uri, config, storage_options=storage_options, dry_run=dry_run, retry_failed=retry_failed
+    )
+    if dry_run:
+        return BootstrapResult(plan=prepared.plan, dry_run=True)
+    return execute_bootstrap(base_uri, prepared, config, storage_options=storage_options, engine=engine)
 
 
 def _roll_back_failed_full_record(table: HudiTable, config: BootstrapConfig) -> None:
