@@ -32,7 +32,9 @@ for shard in A B; do
     start=$SECONDS
     set +e
     LAKE_ORCH_SHARD=$shard python -m pytest -p no:cacheprovider "$@" >"$LOGS/$shard.log" 2>&1
-    echo "$? $((SECONDS - start))" >"$LOGS/$shard.status"
+    rc=$?
+    echo "$rc $((SECONDS - start))" >"$LOGS/$shard.status"
+    echo "shard $shard ended: exit $rc after $((SECONDS - start)) s (its log follows once both ended)"
   ) &
   pids+=($!)
 done

@@ -34,8 +34,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 PYTHON = sys.executable  # the venv's interpreter: executors and Connect's python workers run it too
-START_TIMEOUT = 90.0
-CLIENT_TIMEOUT = 180.0
+START_TIMEOUT = 240.0
+CLIENT_TIMEOUT = 600.0
 STOP_TIMEOUT = 20.0
 
 
