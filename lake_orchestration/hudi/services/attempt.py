@@ -41,7 +41,7 @@ from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 log = logging.getLogger(__name__)
 
-RollBack = Callable[[HudiTable, str], "Instant | None"]
+RollBack = Callable[[HudiTable, InstantTime], "Instant | None"]
 """Rolls a crashed attempt of the instant back (under the table lock the caller holds); the rollback instant."""
 
 
@@ -60,7 +60,7 @@ def in_progress_error(table: HudiTable, liveness: AttemptLiveness, what: str = "
     )
 
 
-def taken_over_error(table: HudiTable, instant: str, what: str = "compaction") -> InvalidInstantStateError:
+def taken_over_error(table: HudiTable, instant: InstantTime, what: str = "compaction") -> InvalidInstantStateError:
     return InvalidInstantStateError(
         table.base_uri,
         instant,
@@ -71,7 +71,7 @@ def taken_over_error(table: HudiTable, instant: str, what: str = "compaction") -
 
 def attempt_check(
     table: HudiTable,
-    instant: str,
+    instant: InstantTime,
     heartbeat: Heartbeat,
     stats: list[WriteStat],
     *,
@@ -129,7 +129,7 @@ class InstantAttempt:
     def __init__(
         self,
         table: HudiTable,
-        instant: str,
+        instant: InstantTime | str,
         *,
         action: Action,
         what: str,
@@ -140,7 +140,7 @@ class InstantAttempt:
         token: bytes | None = None,
     ) -> None:
         self.table = table
-        self.instant = instant
+        self.instant = InstantTime(instant, where=table.base_uri)
         self.action = action
         self.what = what
         self.interval_ms = interval_ms
@@ -156,7 +156,7 @@ class InstantAttempt:
         """Liveness of whoever executes the instant: its heartbeat; for a service with a rollback, without a
         heartbeat, the inflight file's age."""
         inflight = (
-            self.table.instant_path(Instant(InstantTime(self.instant), self.action, State.INFLIGHT))
+            self.table.instant_path(Instant(self.instant, self.action, State.INFLIGHT))
             if self.roll_back is not None
             else None
         )
@@ -281,7 +281,7 @@ class InstantAttempt:
             TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
         """
         table, instant = self.table, self.instant
-        inflight = Instant(InstantTime(instant), self.action, State.INFLIGHT)
+        inflight = Instant(instant, self.action, State.INFLIGHT)
         completed = inflight.with_state(State.COMPLETED)
         done: Instant | None = None
         try:

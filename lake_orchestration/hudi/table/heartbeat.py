@@ -14,17 +14,23 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from lake_orchestration.errors import StorageError
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.io.storage import Storage
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
 
 
-def heartbeat_path(storage: Storage, instant: str) -> str:
+def heartbeat_path(storage: Storage, instant: InstantTime) -> str:
     return storage.join(HEARTBEAT_DIR, instant)
 
 
 def is_heartbeat_expired(
-    storage: Storage, instant: str, *, interval_ms: int = 60_000, tolerable_misses: int = 2, now_ms: int | None = None
+    storage: Storage,
+    instant: InstantTime,
+    *,
+    interval_ms: int = 60_000,
+    tolerable_misses: int = 2,
+    now_ms: int | None = None,
 ) -> bool:
     """True if the instant's heartbeat file is missing or older than ``interval_ms * tolerable_misses``."""
     mtime = storage.mtime_ms(heartbeat_path(storage, instant))
@@ -43,7 +49,7 @@ class AttemptLiveness:
     """Whether the process executing a pending instant (a table service's attempt) is alive, judged by its
     heartbeat ``.hoodie/.heartbeat/<instant>`` or, without one, by the inflight file's age."""
 
-    instant: str
+    instant: InstantTime
     alive: bool
     """True while the last sign of life is younger than ``interval * tolerable_misses``."""
     evidence: str
@@ -68,7 +74,7 @@ class AttemptLiveness:
 
 def attempt_liveness(
     storage: Storage,
-    instant: str,
+    instant: InstantTime,
     *,
     inflight_path: str | None = None,
     interval_ms: int = 60_000,
@@ -114,7 +120,9 @@ class Heartbeat:
     verify before committing that the heartbeat is still its own (Java reads only the modification time).
     """
 
-    def __init__(self, storage: Storage, instant: str, *, interval_ms: int = 60_000, content: bytes = b"") -> None:
+    def __init__(
+        self, storage: Storage, instant: InstantTime, *, interval_ms: int = 60_000, content: bytes = b""
+    ) -> None:
         self.storage = storage
         self.instant = instant
         self.interval_s = interval_ms / 1000

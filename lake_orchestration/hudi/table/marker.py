@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.io.storage import Storage
 
 MARKERS_DIR = ".hoodie/.temp"
@@ -44,18 +45,18 @@ class Marker:
         return self.data_file.rpartition("/")[2]
 
 
-def markers_dir(storage: Storage, instant: str) -> str:
+def markers_dir(storage: Storage, instant: InstantTime) -> str:
     """``.hoodie/.temp/<instant>`` (the storage path)."""
     return storage.join(MARKERS_DIR, instant)
 
 
-def create_marker(storage: Storage, instant: str, partition: str, data_file_name: str, io_type: str) -> None:
+def create_marker(storage: Storage, instant: InstantTime, partition: str, data_file_name: str, io_type: str) -> None:
     """``.hoodie/.temp/<instant>/<partition>/<name>.marker.<IOType>`` (DIRECT markers)."""
     path = storage.join(MARKERS_DIR, instant, partition, f"{data_file_name}{_SEPARATOR}{io_type}")
     storage.write_bytes(path, b"")
 
 
-def list_markers(storage: Storage, instant: str) -> list[Marker]:
+def list_markers(storage: Storage, instant: InstantTime) -> list[Marker]:
     """Every marker of ``instant`` (none when its folder does not exist: no existence check first)."""
     prefix = f"{MARKERS_DIR}/{instant}/"
     out = []
@@ -79,12 +80,12 @@ def _parse(marker: str) -> Marker:
     return Marker(data_file, io_type)
 
 
-def delete_markers(storage: Storage, instant: str) -> None:
+def delete_markers(storage: Storage, instant: InstantTime) -> None:
     """Delete the marker folder of ``instant`` (done once the instant is committed or rolled back)."""
     storage.delete_dir(markers_dir(storage, instant))
 
 
-def reconcile_markers(storage: Storage, instant: str, written: set[str]) -> list[str]:
+def reconcile_markers(storage: Storage, instant: InstantTime, written: set[str]) -> list[str]:
     """Delete base files that have a CREATE/MERGE marker but are not in the write stats (failed or speculative
     task attempts), as Hudi's commit finalization does; returns the deleted relative paths.
 

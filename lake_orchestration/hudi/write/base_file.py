@@ -87,7 +87,7 @@ def _leaf_paths(schema: pa.Schema) -> list[str]:
     return [ps.column(i).path for i in range(len(ps))]
 
 
-def seqnos(instant: str, task_partition_id: int, n: int, start: int = 0) -> pa.Array:
+def seqnos(instant: InstantTime, task_partition_id: int, n: int, start: int = 0) -> pa.Array:
     """``_hoodie_commit_seqno`` values ``{instant}_{taskPartitionId}_{recordIndex}``."""
     idx = pa.array(np.arange(start, start + n), pa.int64()).cast(pa.string())
     return pc.binary_join_element_wise(f"{instant}_{task_partition_id}_", idx, "")
@@ -146,7 +146,7 @@ class BaseFileWriter:
         partition_path: str,
         file_id: str,
         write_token: str,
-        instant: str,
+        instant: InstantTime,
         avro_schema: dict[str, Any],
         arrow_schema: pa.Schema,
         compression: str | None = None,

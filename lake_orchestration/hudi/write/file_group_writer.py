@@ -31,6 +31,7 @@ from lake_orchestration.hudi.model.file_group import (
     BaseFile,
     new_file_id,
 )
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics, format_properties
 from lake_orchestration.hudi.model.schema import (
     COMMIT_SEQNO,
@@ -54,7 +55,7 @@ class FileGroupWriteContext:
     base_uri: str
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)
     """Storage options (secrets: never shown in a repr)."""
-    instant: str
+    instant: InstantTime
     is_mor: bool
     partition_path: str
     file_id: str
@@ -93,7 +94,7 @@ def partition_path_depth(partition: str) -> int:
     return len([p for p in partition.split("/") if p])
 
 
-def ensure_partition_metadata(storage: Storage, partition: str, instant: str, depth: int) -> None:
+def ensure_partition_metadata(storage: Storage, partition: str, instant: InstantTime, depth: int) -> None:
     """Write ``.hoodie_partition_metadata`` once per partition (never overwritten)."""
     path = storage.join(partition, PARTITION_METAFILE_PREFIX)
     if storage.exists(path):

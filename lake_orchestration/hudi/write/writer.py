@@ -84,7 +84,7 @@ class WriteOperation(str, enum.Enum):
 class WriteResult:
     """Outcome of one write: the completed instant, its commit metadata and timings."""
 
-    instant: str
+    instant: InstantTime
     action: str
     metadata: CommitMetadata
     inserted: int = 0
@@ -347,7 +347,11 @@ options); raises if it cannot. The write layer sits below the services, so the c
 
 
 def _abort_conflicting_write(
-    table: HudiTable, instant: str, conflict: Conflict, heartbeat: Heartbeat, on_conflict: ConflictRollback | None
+    table: HudiTable,
+    instant: InstantTime,
+    conflict: Conflict,
+    heartbeat: Heartbeat,
+    on_conflict: ConflictRollback | None,
 ) -> NoReturn:
     """The write ``instant`` lost to ``conflict``: roll it back with ``on_conflict`` (its files deleted, its instant
     removed, a ``.rollback`` on the timeline, as Java's eager rollback of a failed write) and raise
@@ -625,7 +629,7 @@ def _tasks(
     cfg: TableConfig,
     groups: Mapping[tuple[str, str], pa.Table],
     latest: Mapping[tuple[str, str], FileSlice],
-    instant: str,
+    instant: InstantTime,
     op: WriteOperation,
     options: WriteOptions,
     full_avro: dict[str, Any],

@@ -20,7 +20,7 @@ from lake_orchestration.engines.local import or_local
 from lake_orchestration.errors import InvalidInstantStateError, PlanError, StorageError
 from lake_orchestration.hudi.model.avro import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from lake_orchestration.hudi.model.file_group import is_base_file_name, is_log_file_name
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.clean.config import CleanConfig
 from lake_orchestration.hudi.services.clean.planner import planned_file_names
@@ -165,7 +165,7 @@ class CleanExecution:
     """What executing a clean plan did: the metadata to commit and the attempt that did it (plain values: it
     pickles, so the commit may run in another process)."""
 
-    instant: str
+    instant: InstantTime
     """The clean instant."""
     metadata: CleanMetadata
     """``HoodieCleanMetadata`` of the deletes (written by the commit)."""
@@ -195,7 +195,7 @@ def failed_deletes(metadata: CleanMetadata) -> int:
 
 def execute_clean_plan(
     table: HudiTable,
-    instant_time: str,
+    instant_time: InstantTime | str,
     *,
     engine: Engine | None = None,
     config: CleanConfig | None = None,
@@ -210,6 +210,7 @@ def execute_clean_plan(
     Raises:
         As :func:`execute_clean_attempt`.
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     execution, attempt = execute_clean_attempt(table, instant_time, engine=engine, config=config, refresh=refresh)
     attempt.give_up()
     return execution
@@ -217,7 +218,7 @@ def execute_clean_plan(
 
 def execute_clean_attempt(
     table: HudiTable,
-    instant_time: str,
+    instant_time: InstantTime | str,
     *,
     engine: Engine | None = None,
     config: CleanConfig | None = None,
@@ -240,7 +241,9 @@ def execute_clean_attempt(
         InvalidInstantStateError: no pending clean at that time, or another process completed it meanwhile.
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
+        InvalidInstantTimeError: ``instant_time`` is not an instant time (nothing is read or written).
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     cfg = config or CleanConfig()
     if refresh:
         table.refresh()
@@ -255,7 +258,7 @@ def execute_clean_attempt(
     plan = table.read_model(req, CleanerPlan)
     files = planned_files(table, plan, where=table.storage.uri(table.instant_path(req)))
     start = time.monotonic()
-    attempt = clean_attempt(table, str(cur.time), cfg)
+    attempt = clean_attempt(table, cur.time, cfg)
     with table_lock(table, operation=f"clean {cur.time}", config=cfg.lock):
         cur = table.refresh().timeline.get(instant_time, Action.CLEAN)
         if cur is None or cur.is_completed:
@@ -267,10 +270,12 @@ def execute_clean_attempt(
     except BaseException:
         attempt.give_up(release=True)  # deletes are idempotent: a retry may start at once
         raise
-    return CleanExecution(instant=str(cur.time), metadata=md, attempt=attempt.token), attempt
+    return CleanExecution(instant=cur.time, metadata=md, attempt=attempt.token), attempt
 
 
-def clean_attempt(table: HudiTable, instant: str, cfg: CleanConfig, token: bytes | None = None) -> InstantAttempt:
+def clean_attempt(
+    table: HudiTable, instant: InstantTime, cfg: CleanConfig, token: bytes | None = None
+) -> InstantAttempt:
     """The attempt at clean ``instant`` (``token``: an executed one's, to commit it)."""
     return InstantAttempt(
         table,

@@ -367,16 +367,18 @@ def planned_file_names(plan: CleanerPlan) -> dict[str, list[str]]:
     }
 
 
-def read_plan(table: HudiTable, instant_time: str) -> CleanerPlan:
+def read_plan(table: HudiTable, instant_time: InstantTime | str) -> CleanerPlan:
     """The cleaner plan of a clean instant (from ``.clean.requested``, as Hudi reads it)."""
-    return table.read_model(Instant(InstantTime(instant_time), Action.CLEAN, State.REQUESTED), CleanerPlan)
+    return table.read_model(
+        Instant(InstantTime(instant_time, where=table.base_uri), Action.CLEAN, State.REQUESTED), CleanerPlan
+    )
 
 
 def schedule_clean(
     table: HudiTable,
     config: CleanConfig | None = None,
     *,
-    instant_time: str | None = None,
+    instant_time: InstantTime | str | None = None,
     now: pendulum.DateTime | None = None,
     dry_run: bool = False,
 ) -> tuple[Instant | None, CleanPlanning | None, str]:
@@ -387,15 +389,17 @@ def schedule_clean(
     :meth:`CleanConfig.from_options`).
     """
     cfg = config or CleanConfig()
+    # a malformed instant fails here, before the lock or any file is written
+    given = InstantTime(instant_time, where=table.base_uri) if instant_time else None
     # Planning runs under the table lock (not on a dry run): the plan must be made from a timeline that no writer
     # or service changes before the plan is on it.
     with nullcontext() if dry_run else table_lock(table, operation="clean schedule", config=cfg.lock):
         # The instant time first (as Java's clean() does): its listing of the timeline, as of the lock, is the one
         # the metadata-table check, the trigger and the plan read (no writer or service changes the timeline while
         # the lock is held).
-        if dry_run or instant_time:
+        if dry_run or given:
             _ = table.refresh().timeline
-            t = instant_time
+            t = given
         else:
             t = table.new_instant_time()
         table.ensure_metadata_table_handled(cfg.metadata_options(), service="clean", dry_run=dry_run)

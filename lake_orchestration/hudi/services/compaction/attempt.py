@@ -16,7 +16,7 @@ heartbeat still holds our token and every file of the write stats exists -- othe
 from __future__ import annotations
 
 from lake_orchestration.errors import InstantNotFoundError
-from lake_orchestration.hudi.model.instant import Action, Instant
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
@@ -24,11 +24,11 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 
 def compaction_attempt(
-    table: HudiTable, instant: str, cfg: CompactionConfig, token: bytes | None = None
+    table: HudiTable, instant: InstantTime, cfg: CompactionConfig, token: bytes | None = None
 ) -> InstantAttempt:
     """This process's attempt at compaction ``instant`` (``token``: an executed attempt's, to check it)."""
 
-    def roll_back(t: HudiTable, i: str) -> Instant | None:
+    def roll_back(t: HudiTable, i: InstantTime) -> Instant | None:
         return rollback_inflight_compaction(t, i, config=cfg.rollback_config())
 
     return InstantAttempt(
@@ -44,7 +44,7 @@ def compaction_attempt(
     )
 
 
-def pending_plan(table: HudiTable, instant: str) -> Instant:
+def pending_plan(table: HudiTable, instant: InstantTime) -> Instant:
     """The pending compaction ``instant`` on the timeline the table holds.
 
     Raises:

@@ -44,7 +44,7 @@ def compaction_commit_metadata(
 
 def commit_compaction(
     table: HudiTable,
-    instant: str,
+    instant: InstantTime | str,
     metadata: CommitMetadata,
     *,
     lock: LockConfig | None = None,
@@ -60,7 +60,8 @@ def commit_compaction(
         CommitStateUnknownError: the write failed and the timeline does not show the commit.
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
-    inflight = Instant(InstantTime(instant), Action.COMPACTION, State.INFLIGHT)
+    instant = InstantTime(instant, where=table.base_uri)
+    inflight = Instant(instant, Action.COMPACTION, State.INFLIGHT)
     # once the completed file exists the compaction is committed: a failure of what follows (marker deletion, the
     # lock file's release) is a warning (commit_section), never an error inviting a second execution
     with commit_section(table, operation=f"compaction commit {instant}", lock=lock) as section:
@@ -134,7 +135,7 @@ def commit_execution(
     )
 
 
-def _completed(table: HudiTable, instant: str) -> Instant | None:
+def _completed(table: HudiTable, instant: InstantTime) -> Instant | None:
     done = table.timeline.get(instant, Action.COMMIT)
     return done if done is not None and done.action is Action.COMMIT and done.is_completed else None
 
@@ -148,7 +149,7 @@ def verify_execution(table: HudiTable, execution: CompactionExecution, cfg: Comp
     return attempt_check(table, execution.instant, beat, list(execution.stats))
 
 
-def _delete_heartbeat_if_ours(table: HudiTable, instant: str, token: bytes) -> None:
+def _delete_heartbeat_if_ours(table: HudiTable, instant: InstantTime, token: bytes) -> None:
     beat = Heartbeat(table.storage, instant, content=token)
     if beat.is_ours():
         table.storage.delete_file(heartbeat_path(table.storage, instant), missing_ok=True)

@@ -74,7 +74,7 @@ class OperationTask:
     base_uri: str
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     """Storage options (secrets: never shown in a repr, never encoded as data)."""
-    instant: str
+    instant: InstantTime
     file_slice: FileSlice
     """The plan's file slice, by file names (sizes unknown: the task reads them from storage)."""
     log_files_size: float
@@ -112,7 +112,7 @@ class OperationTask:
         )
 
 
-def compactor_instant_filter(timeline: Timeline, instant: str) -> InstantFilter:
+def compactor_instant_filter(timeline: Timeline, instant: InstantTime) -> InstantFilter:
     """The log blocks a (log) compaction reads: up to the last completed commit, deltacommit, replacecommit or
     rollback (Hudi's compactor bound), the plan's instant when there is none."""
     last = (
@@ -475,9 +475,10 @@ class _LogSpill:
 
 
 def compaction_tasks(
-    table: HudiTable, instant: str, cfg: CompactionConfig, *, plan: CompactionPlan | None = None
+    table: HudiTable, instant: InstantTime, cfg: CompactionConfig, *, plan: CompactionPlan | None = None
 ) -> tuple[list[OperationTask], dict[str, Any]]:
     """The per-operation tasks of plan ``instant`` and the writer schema (with meta fields) they write."""
+    instant = InstantTime(instant, where=table.base_uri)  # a caller's plain str too
     plan = plan or load_plan(table, instant)
     schema = table.latest_schema()
     if schema is None:
@@ -514,7 +515,11 @@ def check_base_files(table: HudiTable, plan: CompactionPlan) -> None:
 
 
 def execute_plan(
-    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, engine: Engine | None = None
+    table: HudiTable,
+    instant: InstantTime | str,
+    *,
+    config: CompactionConfig | None = None,
+    engine: Engine | None = None,
 ) -> CompactionExecution:
     """Execute-plan only: claim the pending plan ``instant`` (requested -> inflight, rolling a crashed inflight
     attempt back first), write one new base file per operation (with its marker) and return the write stats.
@@ -529,20 +534,23 @@ def execute_plan(
         InstantNotFoundError: no pending plan ``instant`` (or it is already committed).
         InstantInProgressError: another process is executing the plan (its heartbeat is fresh); nothing was done.
         CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written.
+        InvalidInstantTimeError: ``instant`` is not an instant time (nothing is read or written).
     """
+    instant = InstantTime(instant, where=table.base_uri)
     execution, attempt = execute_attempt(table, instant, cfg=config or CompactionConfig(), engine=engine, refresh=True)
     attempt.heartbeat.stop(delete=False)
     return execution
 
 
 def execute_attempt(
-    table: HudiTable, instant: str, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
+    table: HudiTable, instant: InstantTime, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
 ) -> tuple[CompactionExecution, InstantAttempt]:
     """:func:`execute_plan`, returning the attempt with its heartbeat still beating (the caller stops it);
     ``refresh=False`` when the caller has just listed the timeline.
 
     On a failure the attempt is rolled back (if still ours) and its heartbeat deleted, so a retry can start at once.
     """
+    instant = InstantTime(instant, where=table.base_uri)  # a caller's plain str too
     t0 = time.monotonic()
     engine = or_local(engine)
     if refresh:
@@ -562,28 +570,28 @@ def execute_attempt(
     check_base_files(table, plan)
     # Every log block the plan merges must decode before anything is written (CorruptLogBlockError otherwise).
     keep = DecodedLogs(cfg.memory_max_bytes) if engine.in_process else None
-    verify_operations(compaction_tasks(table, str(instant), cfg, plan=plan)[0], engine=engine, keep=keep)
+    verify_operations(compaction_tasks(table, instant, cfg, plan=plan)[0], engine=engine, keep=keep)
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
     # Decide and move to inflight under the table lock, holding the plan's heartbeat from before the transition to
     # the commit: a second process finds it live and refuses instead of rolling back a running attempt.
-    attempt = compaction_attempt(table, str(instant), cfg)
+    attempt = compaction_attempt(table, instant, cfg)
     with table_lock(table, operation=f"compaction {instant}", config=cfg.lock):
-        attempt.claim(pending_plan(table.refresh(), str(instant)))
+        attempt.claim(pending_plan(table.refresh(), instant))
     try:
-        tasks, schema = compaction_tasks(table, str(instant), cfg, plan=plan)
+        tasks, schema = compaction_tasks(table, instant, cfg, plan=plan)
         # in-process, the attempt stops between tasks once another process took the plan over
         stats = run_in_process(attempt, tasks, keep) if engine.in_process else run_operations(tasks, engine=engine)
     except BaseException:
         attempt.abandon()  # roll our own attempt back, so a retry need not wait for the heartbeat to expire
         raise
     execution = CompactionExecution(
-        instant=str(instant),
+        instant=instant,
         operations=len(tasks),
         stats=tuple(stats),
         plan=plan,
         writer_schema=schema,
         attempt_token=attempt.token,
-        rolled_back_attempt=str(attempt.rolled_back.time) if attempt.rolled_back is not None else None,
+        rolled_back_attempt=attempt.rolled_back.time if attempt.rolled_back is not None else None,
         seconds=time.monotonic() - t0,
     )
     return execution, attempt

@@ -132,7 +132,7 @@ def _seconds(t: str) -> int:
     return int(InstantTime(t).to_datetime().timestamp())
 
 
-def trigger_reason(table: HudiTable, new_instant: str, cfg: CompactionConfig) -> str | None:
+def trigger_reason(table: HudiTable, new_instant: InstantTime, cfg: CompactionConfig) -> str | None:
     """None if the trigger strategy says compact now; otherwise why not (``needCompact``)."""
     tl = table.timeline
     compaction_times = _compaction_times(table)
@@ -187,7 +187,7 @@ def require_mor(table: HudiTable) -> None:
         raise PlanError(f"Compaction needs a MERGE_ON_READ table; {table.base_uri} is {table.config.table_type.value}")
 
 
-def validate_instant(table: HudiTable, instant: str, *, multi_writer: bool = False) -> None:
+def validate_instant(table: HudiTable, instant: InstantTime, *, multi_writer: bool = False) -> None:
     """The scheduling validations of ``ScheduleCompactionActionExecutor``: with a single writer no write may be
     pending at or before the plan's instant; with several (``multi_writer``, see
     :attr:`CompactionConfig.multi_writer`) Java skips that check, and so do we. No completed instant and no
@@ -249,7 +249,7 @@ def schedule_compaction(
     table: HudiTable,
     *,
     config: CompactionConfig | None = None,
-    instant_time: str | None = None,
+    instant_time: InstantTime | str | None = None,
     force: bool = False,
 ) -> ScheduleResult:
     """Schedule a compaction plan: validate, evaluate the trigger, generate, write ``.compaction.requested``.
@@ -270,12 +270,14 @@ def schedule_compaction(
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     cfg = config or CompactionConfig()
+    # a malformed instant fails here, before the lock or any file is written
+    given = InstantTime(instant_time, where=table.base_uri) if instant_time else None
     # Under the table lock: the instant time, the validations and the plan see a timeline no other service or
     # writer changes until the plan is on it (Java schedules table services inside a transaction too).
     with table_lock(table, operation="compaction schedule", config=cfg.lock):
         # one listing of .hoodie/, as of the lock: the instant time, the metadata-table check, the validations and
         # the plan read it
-        instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
+        instant = given or table.new_instant_time()
         if instant_time:
             table.refresh()
         table.ensure_metadata_table_handled(cfg.metadata_options(), service="compaction")
@@ -323,14 +325,15 @@ def select_pending_plans(
     return pending if max_plans is None else pending[: max(0, max_plans)]
 
 
-def is_compaction_committed(table: HudiTable, instant: str) -> bool:
+def is_compaction_committed(table: HudiTable, instant: InstantTime | str) -> bool:
     """Compaction ``instant`` is committed (``<instant>.commit`` completed) on the timeline the table holds: executing
     it again is a no-op."""
+    instant = InstantTime(instant, where=table.base_uri)
     done = table.timeline.get(instant, Action.COMMIT)
     return done is not None and done.is_completed
 
 
-def load_plan(table: HudiTable, instant: str) -> CompactionPlan:
+def load_plan(table: HudiTable, instant: InstantTime | str) -> CompactionPlan:
     """The plan of compaction ``instant`` (from ``<instant>.compaction.requested``, which stays once the compaction
     is committed), on the timeline the table holds.
 
@@ -338,6 +341,7 @@ def load_plan(table: HudiTable, instant: str) -> CompactionPlan:
         InstantNotFoundError: no instant ``instant`` on the active timeline, or no plan file for it.
         CorruptFileError: the plan does not decode.
     """
+    instant = InstantTime(instant, where=table.base_uri)
     found = table.timeline.get(instant, Action.COMPACTION)
     if found is None:
         raise InstantNotFoundError(table.base_uri, instant, "no compaction plan on the active timeline")

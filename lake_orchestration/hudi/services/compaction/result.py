@@ -13,6 +13,7 @@ from typing import Any
 
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
+from lake_orchestration.hudi.model.instant import InstantTime
 
 
 class CompactionTotals:
@@ -20,7 +21,7 @@ class CompactionTotals:
     plan): shared by the executed plan (:class:`.executor.CompactionExecution`) and the committed one
     (:class:`CompactionResult`)."""
 
-    instant: str
+    instant: InstantTime
     operations: int
     stats: Sequence[WriteStat]
     rolled_back_attempt: str | None
@@ -55,7 +56,7 @@ class CompactionResult(CompactionTotals):
     """One executed and committed compaction plan (:meth:`to_json_obj`: what ``lake-orch compaction run --json``
     prints for it)."""
 
-    instant: str
+    instant: InstantTime
     operations: int
     stats: list[WriteStat]
     metadata: CommitMetadata
@@ -87,7 +88,7 @@ class CompactionExecution(CompactionTotals):
     summary.
     """
 
-    instant: str
+    instant: InstantTime
     operations: int
     stats: tuple[WriteStat, ...]
     plan: CompactionPlan = field(repr=False)

@@ -28,7 +28,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlock
 from lake_orchestration.hudi.log.reader import read_log_blocks
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.file_group import LogFile
-from lake_orchestration.hudi.model.instant import Action
+from lake_orchestration.hudi.model.instant import Action, InstantTime
 from lake_orchestration.hudi.model.timeline import Timeline
 from lake_orchestration.io.storage import Storage
 
@@ -63,7 +63,7 @@ def log_compaction_plan_filter(timeline: Timeline) -> InstantFilter:
     return InstantFilter.from_timeline(timeline, latest_instant=str(last.time) if last else "0")
 
 
-def log_compaction_execution_filter(timeline: Timeline, instant: str) -> InstantFilter:
+def log_compaction_execution_filter(timeline: Timeline, instant: InstantTime) -> InstantFilter:
     """The bound of the executor's scan: the log compaction instant itself
     (``LogCompactionExecutionHelper.instantTimeToUseForScanning``): blocks written after the plan are not merged."""
     return InstantFilter.from_timeline(timeline, latest_instant=instant)

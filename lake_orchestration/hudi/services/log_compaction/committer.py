@@ -14,6 +14,7 @@ from __future__ import annotations
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.file_group import LogFile
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.log_compaction.executor import (
@@ -72,7 +73,7 @@ def commit_log_compaction(
     return md
 
 
-def _check_not_overtaken(table: HudiTable, instant: str, md: CommitMetadata) -> None:
+def _check_not_overtaken(table: HudiTable, instant: InstantTime, md: CommitMetadata) -> None:
     """Raise if another write's log file sorts between a merged file group's planned log files and the merged file
     this attempt wrote (added while it executed: the merged block would follow it)."""
     ours = {

@@ -40,7 +40,7 @@ from lake_orchestration.hudi.merge.record_merger import check_log_blocks, confor
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import LogFile
-from lake_orchestration.hudi.model.instant import Action, Instant
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime
 from lake_orchestration.hudi.model.schema import META_FIELDS, avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 class LogCompactionExecution:
     """What executing a log compaction plan wrote (plain values: it pickles, so the commit may run elsewhere)."""
 
-    instant: str
+    instant: InstantTime
     """The log compaction instant (left inflight)."""
     metadata: CommitMetadata
     """The deltacommit's metadata (``LOG_COMPACT``) listing the new log files."""
@@ -79,7 +79,7 @@ class LogCompactionExecution:
 
 
 def execute_log_compaction(
-    table: HudiTable, instant: str, *, config: CompactionConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, config: CompactionConfig | None = None
 ) -> LogCompactionExecution:
     """Execute the pending log compaction ``instant``: write the merged log files; the instant is left inflight for
     :func:`~lake_orchestration.hudi.services.log_compaction.committer.commit_log_compaction`.
@@ -91,13 +91,14 @@ def execute_log_compaction(
     Raises:
         As :func:`execute_log_compaction_attempt`.
     """
+    instant = InstantTime(instant, where=table.base_uri)
     execution, attempt = execute_log_compaction_attempt(table, instant, config=config)
     attempt.give_up()  # the commit checks it is still this attempt's, then deletes it
     return execution
 
 
 def execute_log_compaction_attempt(
-    table: HudiTable, instant: str, *, config: CompactionConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, config: CompactionConfig | None = None
 ) -> tuple[LogCompactionExecution, InstantAttempt]:
     """:func:`execute_log_compaction`, returning the attempt (:class:`InstantAttempt`) with its heartbeat still
     beating: the caller commits (passing it to
@@ -117,6 +118,7 @@ def execute_log_compaction_attempt(
         CorruptLogBlockError: a log block the plan merges does not decode (nothing is written).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    instant = InstantTime(instant, where=table.base_uri)
     cfg = config or CompactionConfig()
     table.refresh()
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
@@ -137,7 +139,7 @@ def execute_log_compaction_attempt(
 
 
 def log_compaction_attempt(
-    table: HudiTable, instant: str, cfg: CompactionConfig, token: bytes | None = None
+    table: HudiTable, instant: InstantTime, cfg: CompactionConfig, token: bytes | None = None
 ) -> InstantAttempt:
     """The attempt at log compaction ``instant`` (``token``: an executed one's, to commit it); a crashed attempt is
     rolled back (:func:`rollback_log_compaction_attempt`) before the plan is claimed again."""
@@ -158,7 +160,7 @@ def log_compaction_attempt(
     )
 
 
-def _pending(table: HudiTable, instant: str) -> Instant:
+def _pending(table: HudiTable, instant: InstantTime) -> Instant:
     pending = table.refresh().timeline.get(instant, Action.LOG_COMPACTION)
     if pending is None or pending.action is not Action.LOG_COMPACTION or pending.is_completed:
         raise InstantNotFoundError(table.base_uri, instant, "no pending log compaction plan")
@@ -166,7 +168,7 @@ def _pending(table: HudiTable, instant: str) -> Instant:
 
 
 def _execute(
-    table: HudiTable, plan: CompactionPlan, instant: str, *, check: Callable[[], None] = lambda: None
+    table: HudiTable, plan: CompactionPlan, instant: InstantTime, *, check: Callable[[], None] = lambda: None
 ) -> CommitMetadata:
     """Write the merged log file of every operation (``check`` runs before each: it raises once the attempt is no
     longer this process's); the commit metadata listing them."""
@@ -263,7 +265,7 @@ def _compact_logs(table, op, instant, n, flt, mcfg, schema, schema_json, arrow) 
     )
 
 
-def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: str) -> None:
+def _check_log_blocks(table: HudiTable, plan: CompactionPlan, instant: InstantTime) -> None:
     """Decode every log block the plan merges, writing nothing: a block whose content does not decode raises
     ``CorruptLogBlockError`` before the plan goes inflight (only blocks with corrupt framing are skipped)."""
     flt = log_compaction_execution_filter(table.timeline, instant)

@@ -50,21 +50,23 @@ def valid_block_count(table: HudiTable, fs: FileSlice, instant_filter: InstantFi
 
 
 def schedule_log_compaction(
-    table: HudiTable, *, config: CompactionConfig | None = None, instant_time: str | None = None
+    table: HudiTable, *, config: CompactionConfig | None = None, instant_time: InstantTime | str | None = None
 ) -> ScheduleResult:
     """Write ``<ts>.logcompaction.requested`` for slices with enough log blocks (no trigger strategy, as Hudi).
 
     Runs under the table lock (``hoodie.write.lock.*``), as compaction scheduling does.
     """
     cfg = config or CompactionConfig()
+    # a malformed instant fails here, before the lock or any file is written
+    given = InstantTime(instant_time, where=table.base_uri) if instant_time else None
     with table_lock(table, operation="log compaction schedule", config=cfg.lock):
-        return _schedule_log_compaction(table, cfg, instant_time)
+        return _schedule_log_compaction(table, cfg, given)
 
 
-def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_time: str | None) -> ScheduleResult:
+def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, given: InstantTime | None) -> ScheduleResult:
     table.refresh()
     table.ensure_metadata_table_handled(cfg.metadata_options(), service="log compaction")
-    instant = InstantTime(instant_time) if instant_time else table.new_instant_time()
+    instant = given or table.new_instant_time()
     validate_instant(table, instant, multi_writer=cfg.multi_writer)
     view = table.fs_view()
     excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
@@ -99,6 +101,6 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, instant_ti
     return ScheduleResult(instant, plan, f"scheduled log compaction of {len(ops)} file slice(s)")
 
 
-def read_log_compaction_plan(table: HudiTable, instant: str) -> CompactionPlan:
+def read_log_compaction_plan(table: HudiTable, instant: InstantTime) -> CompactionPlan:
     """The plan of the log compaction ``instant`` (its ``.logcompaction.requested``)."""
     return table.read_model(Instant(InstantTime(instant), Action.LOG_COMPACTION, State.REQUESTED), CompactionPlan)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from lake_orchestration.hudi.model.avro import InstantInfo, RollbackMetadata, RollbackPartitionMetadata
-from lake_orchestration.hudi.model.instant import Instant
+from lake_orchestration.hudi.model.instant import Instant, InstantTime
 from lake_orchestration.hudi.table.commit import complete_instant
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
@@ -28,7 +28,7 @@ def commit_rollback(table: HudiTable, rollback: Instant, metadata: RollbackMetad
 def rollback_metadata(
     rollback_time: str,
     start: float,
-    instant: str,
+    instant: InstantTime,
     action: str,
     *,
     deleted: Mapping[str, Sequence[str]],

@@ -45,7 +45,7 @@ from lake_orchestration.hudi.table.marker import delete_markers, list_markers
 from lake_orchestration.io.hadoop_paths import base_path_form, storage_path_of
 
 
-def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
+def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: InstantTime) -> dict[str, list[str]]:
     """Partition -> paths of base files the compaction attempt wrote."""
     out: dict[str, list[str]] = {}
     ids_by_partition: dict[str, set[str]] = {}
@@ -61,7 +61,7 @@ def _attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict
     return out
 
 
-def _append_markers(table: HudiTable, instant: str) -> set[tuple[str, str, str, str]]:
+def _append_markers(table: HudiTable, instant: InstantTime) -> set[tuple[str, str, str, str]]:
     """(partition, fileId, writeToken, baseInstant) of the APPEND markers under ``.hoodie/.temp/<instant>``."""
     out = set()
     for m in list_markers(table.storage, instant):
@@ -71,7 +71,7 @@ def _append_markers(table: HudiTable, instant: str) -> set[tuple[str, str, str, 
     return out
 
 
-def _log_attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> dict[str, list[str]]:
+def _log_attempt_files(table: HudiTable, plan: CompactionPlan, instant: InstantTime) -> dict[str, list[str]]:
     """Partition -> log files the log compaction attempt ``instant`` wrote.
 
     A log file of one of the plan's file groups, not one of the plan's inputs, is the attempt's if every intact
@@ -109,9 +109,12 @@ def _log_attempt_files(table: HudiTable, plan: CompactionPlan, instant: str) -> 
     return out
 
 
-def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.COMPACTION) -> dict[str, list[str]]:
+def files_to_roll_back(
+    table: HudiTable, instant: InstantTime | str, action: Action = Action.COMPACTION
+) -> dict[str, list[str]]:
     """Partition -> files the inflight attempt of (log) compaction ``instant`` wrote (what a rollback deletes):
     base files for a compaction, log files for a log compaction."""
+    instant = InstantTime(instant, where=table.base_uri)
     req = Instant(InstantTime(instant), action, State.REQUESTED)
     if req.action is Action.COMPACTION and not table.storage.exists(table.instant_path(req)):
         # the plan is missing (repair of an inflight compaction without its requested file): list the attempt's files
@@ -123,7 +126,7 @@ def files_to_roll_back(table: HudiTable, instant: str, action: Action = Action.C
 
 
 def rollback_inflight_compaction(
-    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> Instant | None:
     """Roll back the inflight attempt of compaction ``instant``; returns the completed rollback instant.
 
@@ -141,6 +144,7 @@ def rollback_inflight_compaction(
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``config.lock``).
     """
+    instant = InstantTime(instant, where=table.base_uri)
     cfg = config or RollbackConfig()
     hb = cfg.heartbeat
     # the liveness check and the rollback hold the lock together: no attempt can start in between
@@ -153,7 +157,7 @@ def rollback_inflight_compaction(
 
 def rollback_inflight_log_compaction(
     table: HudiTable,
-    instant: str,
+    instant: InstantTime | str,
     *,
     dry_run: bool = False,
     config: RollbackConfig | None = None,
@@ -174,6 +178,7 @@ def rollback_inflight_log_compaction(
         MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``config.lock``).
     """
+    instant = InstantTime(instant, where=table.base_uri)
     cfg = config or RollbackConfig()
     hb = cfg.heartbeat
     what = f"rollback of logcompaction {instant}"
@@ -192,18 +197,25 @@ def rollback_inflight_log_compaction(
 
 
 def rollback_log_compaction_attempt(
-    table: HudiTable, instant: str, *, config: RollbackConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, config: RollbackConfig | None = None
 ) -> Instant | None:
     """Roll back the crashed attempt of log compaction ``instant``; for a caller that judged it dead under the table
     lock it holds (the liveness is not checked again, the nested lock is the same). Returns the rollback instant.
 
     ``config``: as :func:`rollback_inflight_compaction` (log compaction passes ``CompactionConfig.rollback_config()``).
     """
+    instant = InstantTime(instant, where=table.base_uri)
     return rollback_inflight_log_compaction(table, instant, config=config, check_liveness=False)
 
 
 def _refuse_live_attempt(
-    table: HudiTable, instant: str, what: str, *, interval_ms: int, misses: int, inflight_path: str | None = None
+    table: HudiTable,
+    instant: InstantTime,
+    what: str,
+    *,
+    interval_ms: int,
+    misses: int,
+    inflight_path: str | None = None,
 ) -> None:
     """Raise :class:`InstantInProgressError` if the attempt executing ``instant`` is live (see
     :func:`attempt_liveness`)."""
@@ -220,7 +232,7 @@ def _refuse_live_attempt(
 
 
 def _rollback_inflight_plan(
-    table: HudiTable, instant: str, action: Action, *, dry_run: bool, cfg: RollbackConfig
+    table: HudiTable, instant: InstantTime, action: Action, *, dry_run: bool, cfg: RollbackConfig
 ) -> Instant | None:
     # The whole rollback (short) holds the table lock (``cfg.lock``; TableLockedError).
     what = f"rollback of {action.value} {instant}"
@@ -229,7 +241,7 @@ def _rollback_inflight_plan(
 
 
 def _rollback_inflight_plan_locked(
-    table: HudiTable, instant: str, action: Action, *, dry_run: bool, cfg: RollbackConfig
+    table: HudiTable, instant: InstantTime, action: Action, *, dry_run: bool, cfg: RollbackConfig
 ) -> Instant | None:
     table.refresh()
     tl = table.timeline

@@ -19,7 +19,7 @@ from lake_orchestration.hudi.log.log_format import HeaderKey, iter_blocks
 from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.model.avro import RollbackMetadata, RollbackPlan, RollbackRequest
 from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, LogFile, is_log_file_name
-from lake_orchestration.hudi.model.instant import Instant, State
+from lake_orchestration.hudi.model.instant import Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.committer import rollback_metadata
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -87,7 +87,7 @@ def execute_rollback(
     )
 
 
-def _written_rollback_log(table: HudiTable, req: RollbackRequest, rb_time: str, instant: str) -> LogFile | None:
+def _written_rollback_log(table: HudiTable, req: RollbackRequest, rb_time: str, instant: InstantTime) -> LogFile | None:
     """The log file of ``req``'s file group that a crashed attempt of rollback ``rb_time`` already wrote (one
     rollback block of ``rb_time`` targeting ``instant``): reused on resume, never written twice."""
     for f in table.storage.list_dir(table.storage.join(req.partition_path)):
@@ -107,7 +107,7 @@ def _written_rollback_log(table: HudiTable, req: RollbackRequest, rb_time: str, 
     return None
 
 
-def _delete_heartbeat(table: HudiTable, instant: str) -> None:
+def _delete_heartbeat(table: HudiTable, instant: InstantTime) -> None:
     """Delete the rolled-back instant's heartbeat. One that cannot be deleted (a directory in its place) is reported
     and left, as Java's ``HeartbeatUtils.deleteHeartbeatFile`` does: the instant is gone, nothing reads it any more,
     and failing here would leave the rollback pending after its files were deleted."""

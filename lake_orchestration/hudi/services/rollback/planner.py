@@ -85,8 +85,9 @@ def _local_tz() -> str:
     return str(pendulum.local_timezone().name)
 
 
-def pending_rollback_of(table: HudiTable, instant: str) -> tuple[Instant, RollbackPlan] | None:
+def pending_rollback_of(table: HudiTable, instant: InstantTime | str) -> tuple[Instant, RollbackPlan] | None:
     """The pending rollback whose plan targets ``instant`` (one that crashed half-way), with its plan."""
+    instant = InstantTime(instant, where=table.base_uri)
     for pending in table.timeline.pending().with_actions(Action.ROLLBACK):
         rp = read_rollback_plan(table, pending)  # an unreadable plan: an error saying how to remove it
         if rp.instant_to_rollback is not None and rp.instant_to_rollback.commit_time == instant:
@@ -94,8 +95,9 @@ def pending_rollback_of(table: HudiTable, instant: str) -> tuple[Instant, Rollba
     return None
 
 
-def plan_rollback(table: HudiTable, instant: str, action: Action) -> RollbackPlan:
+def plan_rollback(table: HudiTable, instant: InstantTime | str, action: Action) -> RollbackPlan:
     """The plan of rolling back the pending write ``instant`` (``action``): nothing is written."""
+    instant = InstantTime(instant, where=table.base_uri)
     return RollbackPlan(
         instant_to_rollback=InstantInfo(commit_time=instant, action=action.value),
         rollback_requests=tuple(_plan_requests(table, instant)),
@@ -103,7 +105,7 @@ def plan_rollback(table: HudiTable, instant: str, action: Action) -> RollbackPla
     )
 
 
-def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
+def _plan_requests(table: HudiTable, instant: InstantTime) -> list[RollbackRequest]:
     storage = table.storage
     base_files: dict[str, set[str]] = defaultdict(set)
     touched_logs: dict[tuple[str, str, str], dict[str, int]] = {}
@@ -150,7 +152,7 @@ def _plan_requests(table: HudiTable, instant: str) -> list[RollbackRequest]:
     return reqs
 
 
-def storage_paths(table: HudiTable, plan: RollbackPlan, *, instant: str, where: str) -> dict[str, str | None]:
+def storage_paths(table: HudiTable, plan: RollbackPlan, *, instant: InstantTime, where: str) -> dict[str, str | None]:
     """Each file the plan deletes -> its storage path. Java writes the table's base path form (``file:/…``,
     ``s3a://…``), older plans of ours a bare storage path: both resolve.
 

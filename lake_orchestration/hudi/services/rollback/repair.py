@@ -24,7 +24,7 @@ from typing import Any
 from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import RollbackPlan
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -34,7 +34,7 @@ from lake_orchestration.hudi.table.lock import table_lock
 class RemovedRollback:
     """A pending rollback whose plan does not decode, removed (or, on a dry run, that would be)."""
 
-    instant: str
+    instant: InstantTime
     """The pending rollback's instant."""
     dry_run: bool
     files: tuple[str, ...]
@@ -45,7 +45,7 @@ class RemovedRollback:
         return {"removed_pending_rollback": self.instant, "dry_run": self.dry_run, "files": list(self.files)}
 
 
-def rollback_repair_hint(table: HudiTable, rollback_instant: str) -> str:
+def rollback_repair_hint(table: HudiTable, rollback_instant: InstantTime) -> str:
     """What to run to remove the pending rollback ``rollback_instant`` whose plan does not decode."""
     return (
         f"the pending rollback {rollback_instant} cannot be resumed nor completed without its plan. Remove it with "
@@ -71,7 +71,7 @@ def read_rollback_plan(table: HudiTable, pending: Instant) -> RollbackPlan:
 
 
 def remove_unreadable_rollback(
-    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> list[str]:
     """Remove the timeline files of the pending rollback ``instant`` whose plan does not decode; returns their paths.
     Under the table lock (``config.lock``; default: Hudi's), except on a dry run.
@@ -81,6 +81,7 @@ def remove_unreadable_rollback(
             by rolling back its target, never removed).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    instant = InstantTime(instant, where=table.base_uri)
     lock = (
         nullcontext()
         if dry_run
@@ -92,7 +93,7 @@ def remove_unreadable_rollback(
         return _remove_unreadable_rollback(table, instant, dry_run=dry_run)
 
 
-def _remove_unreadable_rollback(table: HudiTable, instant: str, *, dry_run: bool) -> list[str]:
+def _remove_unreadable_rollback(table: HudiTable, instant: InstantTime, *, dry_run: bool) -> list[str]:
     pending = table.refresh().timeline.get(instant, Action.ROLLBACK)
     if pending is None or pending.is_completed:
         raise InvalidInstantStateError(table.base_uri, instant, "is not a pending rollback")
@@ -117,7 +118,7 @@ def _remove_unreadable_rollback(table: HudiTable, instant: str, *, dry_run: bool
     return [table.storage.uri(p) for p in paths]
 
 
-def compaction_attempt_files_without_plan(table: HudiTable, instant: str) -> dict[str, list[str]]:
+def compaction_attempt_files_without_plan(table: HudiTable, instant: InstantTime) -> dict[str, list[str]]:
     """Partition -> base files the inflight compaction ``instant`` wrote, when its plan is missing: every base file
     named with ``instant`` (the compaction never completed, so no completed commit has that time).
 

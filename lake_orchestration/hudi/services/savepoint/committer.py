@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lake_orchestration.hudi.model.avro import SavepointMetadata
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.savepoint.planner import savepoint_metadata
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.commit import commit_section
@@ -22,7 +22,7 @@ from lake_orchestration.hudi.table.lock import LockConfig
 class SavepointResult:
     """A savepoint created (or, on a dry run, the one that would be)."""
 
-    instant: str
+    instant: InstantTime
     """The savepointed commit."""
     dry_run: bool
     """True if nothing was written."""
@@ -50,7 +50,7 @@ class SavepointResult:
 
 def create_savepoint(
     table: HudiTable,
-    instant_time: str,
+    instant_time: InstantTime | str,
     *,
     user: str | None = None,
     comments: str = "",
@@ -63,13 +63,14 @@ def create_savepoint(
         InvalidInstantStateError: not a completed commit, already savepointed, or older than what the cleaner keeps.
         TableLockedError: another process holds the table lock (``lock``) past its wait time.
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     if dry_run:
         return savepoint_metadata(table, instant_time, user=user, comments=comments)
     # Under the table lock: a clean or archive of another process must not remove the commit or its files between
     # the metadata (the files it pins) and the completed savepoint.
     with commit_section(table, operation=f"savepoint create {instant_time}", lock=lock) as section:
         md = savepoint_metadata(table, instant_time, user=user, comments=comments)
-        inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)  # type: ignore[arg-type]
+        inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
         if table.timeline.get(instant_time, Action.SAVEPOINT) is None:
             table.create_inflight(inflight)
         section.complete(inflight, md.to_bytes())

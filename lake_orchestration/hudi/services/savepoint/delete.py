@@ -8,13 +8,13 @@ leftover inflight file, and :func:`delete_savepoint` removes it.
 
 from __future__ import annotations
 
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig, table_lock
 
 
 def delete_savepoint(
-    table: HudiTable, instant_time: str, *, dry_run: bool = False, lock: LockConfig | None = None
+    table: HudiTable, instant_time: InstantTime | str, *, dry_run: bool = False, lock: LockConfig | None = None
 ) -> bool:
     """Delete the savepoint at ``instant_time`` (completed file first, then the inflight one), under the table lock.
 
@@ -24,6 +24,7 @@ def delete_savepoint(
     Raises:
         TableLockedError: another process holds the table lock (``lock``) past its wait time.
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     table = table.refresh()
     sp = table.timeline.with_actions(Action.SAVEPOINT).get(instant_time)
     if sp is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import CleanerPlan, SavepointMetadata, SavepointPartitionMetadata
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.clean.planner import last_clean_metadata
 from lake_orchestration.hudi.table import HudiTable
 
@@ -24,7 +24,7 @@ SAVEPOINT_METADATA_VERSION = 1
 class SavepointInfo:
     """A savepoint on the active timeline."""
 
-    instant_time: str
+    instant_time: InstantTime
     savepointed_by: str
     savepointed_at_ms: int
     comments: str
@@ -54,13 +54,14 @@ def _last_commit_retained(table: HudiTable) -> str:
 
 
 def savepoint_metadata(
-    table: HudiTable, instant_time: str, *, user: str | None = None, comments: str = ""
+    table: HudiTable, instant_time: InstantTime | str, *, user: str | None = None, comments: str = ""
 ) -> SavepointMetadata:
     """The metadata a savepoint of ``instant_time`` would record (validates like Hudi; writes nothing).
 
     Raises:
         InvalidInstantStateError: not a completed commit, already savepointed, or older than what the cleaner keeps.
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     table = table.refresh()
     tl = table.timeline
     if tl.completed_commits().get(instant_time) is None:
@@ -105,7 +106,7 @@ def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
         md = table.read_model(sp, SavepointMetadata)
         out.append(
             SavepointInfo(
-                instant_time=str(sp.time),
+                instant_time=sp.time,
                 savepointed_by=md.savepointed_by,
                 savepointed_at_ms=md.savepointed_at,
                 comments=md.comments,
