@@ -31,6 +31,7 @@ from lake_orchestration.config.options import check_option_keys
 from lake_orchestration.errors import LakeOrchestrationError
 
 if TYPE_CHECKING:
+    from lake_orchestration.config.options import HeartbeatConfig
     from lake_orchestration.hudi.services.archive.config import ArchiveConfig
     from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig
     from lake_orchestration.hudi.services.clean.config import CleanConfig
@@ -359,10 +360,13 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Asset check: no latest file slice may have more log files than this."""
     max_active_timeline_instants: int = 30
     """Asset check: the active timeline length bound (``hoodie.keep.max.commits``)."""
-    heartbeat_interval_ms: int = pydantic.Field(default=60_000, ge=1)
-    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers (>= 1: 0 would judge live writes stale)."""
-    heartbeat_tolerable_misses: int = pydantic.Field(default=2, ge=1)
-    """``hoodie.client.heartbeat.tolerable.misses`` (>= 1)."""
+    heartbeat_interval_ms: int | None = pydantic.Field(default=None, ge=1)
+    """``hoodie.client.heartbeat.interval_in_ms`` of the table's writers and services (>= 1: 0 would judge live
+    writes stale). Not a second setting: it is that key, laid into every service's options (:meth:`service_options`),
+    so the services beat and the stale-write sensor judges by one value; setting the key in an options map works as
+    well (both set: they must agree). Default: the key's, else Hudi's 60000."""
+    heartbeat_tolerable_misses: int | None = pydantic.Field(default=None, ge=1)
+    """``hoodie.client.heartbeat.tolerable.misses`` (>= 1), as ``heartbeat_interval_ms`` (default: Hudi's 2)."""
     inflight_timeout_seconds: int = pydantic.Field(default=6 * 3600, ge=1)
     """A pending write without a heartbeat file is stale after this long."""
     retry_max_retries: int = pydantic.Field(default=2, ge=0)
@@ -426,6 +430,17 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
                     f"{', '.join(hudi_only)}: Hudi options, not taken by a format: paimon table (Paimon reads its "
                     "options from the table's schema): expected none"
                 )
+        for key, value in self._heartbeat_fields().items():
+            field = (
+                "heartbeat_interval_ms" if key == HoodieKey.HEARTBEAT_INTERVAL_MS.key else "heartbeat_tolerable_misses"
+            )
+            for name in ("compaction_options", "clean_options", "archive_options", "bootstrap_options"):
+                given = getattr(self, name).get(key)
+                if given is not None and _option_str(given) != value:
+                    raise ValueError(
+                        f"{field}={value} and {key}={_option_str(given)} in {name} disagree: expected one value "
+                        f"(set one of them)"
+                    )
         try:
             self.compaction_config()
             self.bootstrap_config()
@@ -439,7 +454,29 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         map is laid over the others, so its keys win; without it, archive over clean over compaction."""
         maps = {"compaction": self.compaction_options, "clean": self.clean_options, "archive": self.archive_options}
         order = [m for name, m in maps.items() if name != service] + ([maps[service]] if service else [])
-        return {k: _option_str(v) for m in order for k, v in m.items()}
+        out = {k: _option_str(v) for m in order for k, v in m.items()}
+        for key, value in self._heartbeat_fields().items():
+            out.setdefault(key, value)  # the same key: _consistent refused a disagreeing value
+        return out
+
+    def _heartbeat_fields(self) -> dict[str, str]:
+        """The ``hoodie.client.heartbeat.*`` keys the table's heartbeat fields set."""
+        fields = {
+            HoodieKey.HEARTBEAT_INTERVAL_MS.key: self.heartbeat_interval_ms,
+            HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: self.heartbeat_tolerable_misses,
+        }
+        return {k: str(v) for k, v in fields.items() if v is not None}
+
+    def heartbeat_config(self) -> "HeartbeatConfig":
+        """The heartbeat settings every service of the table uses (the ``hoodie.client.heartbeat.*`` keys of
+        :meth:`service_options`): how often a writer beats and when the stale-write sensor judges it dead.
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.config.options import HeartbeatConfig
+
+        return HeartbeatConfig.from_options(self.service_options())
 
     # -- the core's typed configs (Hudi keys parsed here, at the edge; core code never sees these models) --------
     def compaction_config(self) -> "CompactionConfig":
@@ -500,6 +537,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         if not opts.get(HoodieKey.BOOTSTRAP_BASE_PATH.key, "").strip():
             return None
         opts.setdefault(HoodieKey.TABLE_NAME.key, self.name)
+        for key, value in self._heartbeat_fields().items():
+            opts.setdefault(key, value)
         return BootstrapConfig.from_options(opts)
 
     def storage_options(self) -> dict[str, Any]:

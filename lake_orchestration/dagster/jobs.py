@@ -135,9 +135,7 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
                 done = [
                     (str(s.instant.time), r)
                     for s, r in rollback_stale_writes(
-                        table,
-                        interval_ms=cfg.heartbeat_interval_ms,
-                        tolerable_misses=cfg.heartbeat_tolerable_misses,
+                        table,  # judged by the heartbeat settings of ``rollback`` (hoodie.client.heartbeat.*)
                         timeout_s=cfg.inflight_timeout_seconds,
                         dry_run=config.dry_run,
                         config=rollback,

@@ -184,10 +184,11 @@ def build_stale_inflight_sensor(
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         with hudi_step(cfg) as step:
+            heartbeat = cfg.heartbeat_config()  # the services' own hoodie.client.heartbeat.*
             stale = stale_writes(
                 step.open_table(),
-                interval_ms=cfg.heartbeat_interval_ms,
-                tolerable_misses=cfg.heartbeat_tolerable_misses,
+                interval_ms=heartbeat.interval_ms,
+                tolerable_misses=heartbeat.tolerable_misses,
                 timeout_s=cfg.inflight_timeout_seconds,
             )
         if not stale:

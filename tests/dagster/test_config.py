@@ -214,3 +214,32 @@ def test_options_passthrough_keys_let_an_unmodelled_key_through() -> None:
     assert t.clean_config().commits_retained == 10
     with pytest.raises(HudiConfigError, match=r"passthrough_keys: expected Hudi keys \(hoodie\.\*\)"):
         validate_tables([{"name": "t", "base_path": "/d", "passthrough_keys": ["spark.x"]}], where="x.yaml")
+
+
+def test_heartbeat_fields_are_the_hoodie_client_heartbeat_keys_of_every_service() -> None:
+    """One source of the heartbeat settings: the table's fields are laid into every service's options (the services
+    beat by them, the stale-write sensor judges by them); the key in an options map works too; both must agree."""
+    cfg = HudiTableConfig(name="t", base_path="/tmp/t", heartbeat_interval_ms=10_000)
+    assert cfg.service_options("clean")["hoodie.client.heartbeat.interval_in_ms"] == "10000"
+    assert cfg.heartbeat_config().interval_ms == 10_000 and cfg.heartbeat_config().tolerable_misses == 2
+    assert cfg.clean_config().heartbeat.interval_ms == 10_000
+    assert cfg.rollback_config().heartbeat.interval_ms == 10_000
+    keyed = HudiTableConfig(
+        name="t", base_path="/tmp/t", compaction_options={"hoodie.client.heartbeat.tolerable.misses": 5}
+    )
+    assert keyed.heartbeat_config().tolerable_misses == 5 and keyed.heartbeat_config().interval_ms == 60_000
+    assert HudiTableConfig(name="t", base_path="/tmp/t").heartbeat_config().expiry_ms == 120_000
+    with pytest.raises(
+        HudiConfigError, match="heartbeat_interval_ms=10000 and hoodie.client.heartbeat.interval_in_ms=5"
+    ):
+        validate_tables(
+            [
+                {
+                    "name": "t",
+                    "base_path": "/tmp/t",
+                    "heartbeat_interval_ms": 10_000,
+                    "clean_options": {"hoodie.client.heartbeat.interval_in_ms": 5},
+                }
+            ],
+            where="lake.yaml",
+        )
