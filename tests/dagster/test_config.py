@@ -230,7 +230,7 @@ def test_heartbeat_fields_are_the_hoodie_client_heartbeat_keys_of_every_service(
     assert keyed.heartbeat_config().tolerable_misses == 5 and keyed.heartbeat_config().interval_ms == 60_000
     assert HudiTableConfig(name="t", base_path="/tmp/t").heartbeat_config().expiry_ms == 120_000
     with pytest.raises(
-        HudiConfigError, match="heartbeat_interval_ms=10000 and hoodie.client.heartbeat.interval_in_ms=5"
+        HudiConfigError, match=r"heartbeat_interval_ms=10000 and hoodie\.client\.heartbeat\.interval_in_ms=5"
     ):
         validate_tables(
             [
