@@ -19,6 +19,7 @@ import pendulum
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.avro import CleanMetadata
+from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.services.clean.committer import commit_clean
 from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy
 from lake_orchestration.hudi.services.clean.executor import (
@@ -75,7 +76,7 @@ class CleanResult:
 
 def execute_clean(
     table: HudiTable,
-    instant_time: str,
+    instant_time: InstantTime | str,
     *,
     engine: Engine | None = None,
     config: CleanConfig | None = None,
@@ -92,6 +93,7 @@ def execute_clean(
         PlanError: the plan names a file outside its partition (nothing deleted).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    instant_time = InstantTime(instant_time, where=table.base_uri)
     execution, attempt = execute_clean_attempt(table, instant_time, engine=engine, config=config, refresh=refresh)
     try:
         return commit_clean(table, execution, config=config, attempt=attempt)

@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 
 
 def execute_compaction(
-    table: HudiTable, instant: str, *, config: CompactionConfig | None = None, engine: Engine | None = None
+    table: HudiTable,
+    instant: InstantTime | str,
+    *,
+    config: CompactionConfig | None = None,
+    engine: Engine | None = None,
 ) -> CompactionResult:
     """Execute and commit the pending plan ``instant`` (rolling back a crashed inflight attempt first); a plan
     already committed raises (the shells' verb with a no-op for it: :func:`run_compaction_plan`).
@@ -47,11 +51,12 @@ def execute_compaction(
         CorruptLogBlockError: a log block the plan merges does not decode; raised before anything is written (the
             plan stays as it was, requested or inflight).
     """
+    instant = InstantTime(instant, where=table.base_uri)
     return _execute_compaction(table, instant, cfg=config or CompactionConfig(), engine=engine, refresh=True)
 
 
 def _execute_compaction(
-    table: HudiTable, instant: str, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
+    table: HudiTable, instant: InstantTime, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
 ) -> CompactionResult:
     """:func:`execute_compaction`; ``refresh=False`` when the caller has just listed the timeline."""
     t0 = time.monotonic()
@@ -69,7 +74,7 @@ def _execute_compaction(
 def run_compaction(
     table: HudiTable,
     *,
-    instant_time: str | None = None,
+    instant_time: InstantTime | str | None = None,
     seq: str = "FIFO",
     max_plans: int = 1,
     schedule: bool = False,
@@ -100,7 +105,9 @@ def run_compaction(
             break
         try:
             # the first plan runs on the timeline just listed; later ones on a fresh listing
-            results.append(_execute_compaction(table, t, cfg=cfg, engine=engine, refresh=n > 0))
+            results.append(
+                _execute_compaction(table, InstantTime(t, where=table.base_uri), cfg=cfg, engine=engine, refresh=n > 0)
+            )
         except InstantInProgressError as err:
             # another process executes this plan: leave it to it (plans never share a file group)
             log.warning("Skipping compaction %s: %s", t, err.detail)

@@ -18,7 +18,9 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 log = logging.getLogger(__name__)
 
 
-def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConfig | None = None) -> CommitMetadata:
+def run_log_compaction(
+    table: HudiTable, instant: InstantTime | str, *, config: CompactionConfig | None = None
+) -> CommitMetadata:
     """Execute and commit the pending log compaction ``instant``; returns its commit metadata.
 
     The attempt keeps a heartbeat (``hoodie.client.heartbeat.*``, a token of its own as content) from before the
@@ -35,6 +37,7 @@ def run_log_compaction(table: HudiTable, instant: str, *, config: CompactionConf
         CorruptLogBlockError: a log block the plan merges does not decode (nothing is written).
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
+    instant = InstantTime(instant, where=table.base_uri)
     execution, attempt = execute_log_compaction_attempt(table, instant, config=config)
     return commit_log_compaction(table, execution, config=config, attempt=attempt)
 

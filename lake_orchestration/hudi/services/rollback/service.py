@@ -88,7 +88,7 @@ class RollbackResult:
 
 
 def rollback_write(
-    table: HudiTable, instant: str, *, dry_run: bool = False, config: RollbackConfig | None = None
+    table: HudiTable, instant: InstantTime | str, *, dry_run: bool = False, config: RollbackConfig | None = None
 ) -> RollbackPlan | Instant:
     """Roll back the pending write ``instant`` (a compaction instant is delegated to its own rollback).
 
@@ -103,11 +103,14 @@ def rollback_write(
         TableLockedError: another process holds the table lock (``config.lock``).
     """
     cfg = config or RollbackConfig()
+    instant = InstantTime(instant, where=table.base_uri)
     with nullcontext() if dry_run else table_lock(table, operation=f"rollback of {instant}", config=cfg.lock):
         return _rollback_write(table, instant, dry_run=dry_run, cfg=cfg)
 
 
-def _rollback_write(table: HudiTable, instant: str, *, dry_run: bool, cfg: RollbackConfig) -> RollbackPlan | Instant:
+def _rollback_write(
+    table: HudiTable, instant: InstantTime, *, dry_run: bool, cfg: RollbackConfig
+) -> RollbackPlan | Instant:
     tl = table.refresh().timeline
     target = tl.get(instant)
     if target is None:
