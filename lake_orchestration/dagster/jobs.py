@@ -116,7 +116,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
 
 def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
-    from lake_orchestration.hudi.services.rollback import rollback_stale_writes, rollback_write
+    from lake_orchestration.hudi.services.rollback import rollback_instant, rollback_stale_writes
 
     @table_op(cfg, translator, "rollback", "rollback")
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
@@ -125,10 +125,11 @@ def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) 
             # hoodie.metadata.enable=false among the options lets a metadata table go
             rollback = cfg.rollback_config()
             if config.instant_time:
+                # the core routes it: a pending rollback is removed, any other pending write rolled back
                 done = [
                     (
                         config.instant_time,
-                        rollback_write(table, config.instant_time, dry_run=config.dry_run, config=rollback),
+                        rollback_instant(table, config.instant_time, dry_run=config.dry_run, config=rollback),
                     )
                 ]
             else:

@@ -18,7 +18,6 @@ from lake_orchestration.cli.common import (
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.hudi.table import HudiTable
 
 if TYPE_CHECKING:
     from lake_orchestration.hudi.services.archive import ArchiveResult
@@ -46,13 +45,6 @@ def _print_removed_rollback(r: RemovedRollback, path: str) -> None:
         f"{'Would remove' if r.dry_run else 'Removed'} the pending rollback {r.instant} whose plan does not decode: "
         f"{', '.join(r.files)}. Roll back its failed write again (lake-orch rollback {path} --stale)"
     )
-
-
-def _is_pending_rollback(t: HudiTable, instant_time: str) -> bool:
-    from lake_orchestration.hudi.model.instant import Action
-
-    inst = t.timeline.get(instant_time, Action.ROLLBACK)
-    return inst is not None and inst.action is Action.ROLLBACK and not inst.is_completed
 
 
 @click.command("rollback")
@@ -91,8 +83,8 @@ def rollback_cmd(
     from lake_orchestration.hudi.services.rollback import (
         RemovedRollback,
         RollbackResult,
+        rollback_instant,
         rollback_stale_writes,
-        rollback_write,
     )
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
@@ -100,19 +92,12 @@ def rollback_cmd(
         raise ValueError("give exactly one of --instant-time T or --stale")
     cfg = RollbackConfig.from_options(parse_options(options))
     t = open_table(path)
-    if instant_time and _is_pending_rollback(t, instant_time):
-        from lake_orchestration.hudi.services.rollback.repair import remove_unreadable_rollback
-
-        removed = remove_unreadable_rollback(t, instant_time, dry_run=dry_run, config=cfg)
-        out.show(
-            RemovedRollback(instant=instant_time, dry_run=dry_run, files=tuple(removed)),
-            lambda r: _print_removed_rollback(r, path),
-        )
-        return
     if instant_time:
-        results = [
-            RollbackResult.of(instant_time, "requested", rollback_write(t, instant_time, dry_run=dry_run, config=cfg))
-        ]
+        done = rollback_instant(t, instant_time, dry_run=dry_run, config=cfg)
+        if isinstance(done, RemovedRollback):
+            out.show(done, lambda r: _print_removed_rollback(r, path))
+            return
+        results = [done]
     else:
         results = [
             RollbackResult.of(str(s.instant.time), s.reason, r)

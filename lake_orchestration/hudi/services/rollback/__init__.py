@@ -29,7 +29,12 @@ from lake_orchestration.hudi.services.rollback.repair import (
     read_rollback_plan,
     remove_unreadable_rollback,
 )
-from lake_orchestration.hudi.services.rollback.service import RollbackResult, rollback_stale_writes, rollback_write
+from lake_orchestration.hudi.services.rollback.service import (
+    RollbackResult,
+    rollback_instant,
+    rollback_stale_writes,
+    rollback_write,
+)
 
 __all__ = [
     "RemovedRollback",
@@ -46,6 +51,7 @@ __all__ = [
     "rollback_bootstrap",
     "rollback_inflight_compaction",
     "rollback_inflight_log_compaction",
+    "rollback_instant",
     "rollback_log_compaction_attempt",
     "rollback_metadata",
     "rollback_stale_writes",

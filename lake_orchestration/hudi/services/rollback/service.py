@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan
@@ -35,6 +35,9 @@ from lake_orchestration.hudi.services.rollback.planner import (
 )
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
+
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.services.rollback.repair import RemovedRollback
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,3 +193,24 @@ def rollback_stale_writes(
             (s, rollback_write(table, str(s.instant.time), dry_run=dry_run, config=cfg))
             for s in stale_writes(table, interval_ms=interval, tolerable_misses=misses, timeout_s=timeout_s)
         ]
+
+
+def rollback_instant(
+    table: HudiTable, instant: InstantTime | str, *, dry_run: bool = False, config: RollbackConfig | None = None
+) -> RollbackResult | RemovedRollback:
+    """What a rollback of one named instant does, for every shell (``lake-orch rollback --instant-time``, the Dagster
+    rollback job): a pending rollback instant is removed with what it left
+    (:func:`~lake_orchestration.hudi.services.rollback.repair.remove_unreadable_rollback`), any other pending write
+    is rolled back (:func:`rollback_write`, reason ``requested``).
+
+    Raises:
+        As :func:`rollback_write` or :func:`~.repair.remove_unreadable_rollback`.
+    """
+    from lake_orchestration.hudi.services.rollback.repair import RemovedRollback, remove_unreadable_rollback
+
+    t = InstantTime(instant, where=table.base_uri)
+    pending = table.timeline.get(t, Action.ROLLBACK)
+    if pending is not None and pending.action is Action.ROLLBACK and not pending.is_completed:
+        removed = remove_unreadable_rollback(table, t, dry_run=dry_run, config=config)
+        return RemovedRollback(instant=str(t), dry_run=dry_run, files=tuple(removed))
+    return RollbackResult.of(str(t), "requested", rollback_write(table, t, dry_run=dry_run, config=config))
