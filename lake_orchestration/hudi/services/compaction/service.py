@@ -187,6 +187,10 @@ def execute_compaction_plan(
     except InstantInProgressError as err:
         log.warning("Skipping compaction %s: %s", t, err.detail)
         return PlanRun(instant=str(t), skipped=err.detail)
+    except InstantNotFoundError:
+        if is_compaction_committed(table.refresh(), t):  # committed by another process meanwhile: a no-op
+            return PlanRun(instant=str(t), already_committed=True)
+        raise
 
 
 def commit_compaction_plan(table: HudiTable, executed: PlanRun, *, config: CompactionConfig | None = None) -> PlanRun:
@@ -227,4 +231,8 @@ def run_compaction_plan(
     except InstantInProgressError as err:
         log.warning("Skipping compaction %s: %s", t, err.detail)
         return PlanRun(instant=str(t), skipped=err.detail)
+    except InstantNotFoundError:
+        if is_compaction_committed(table.refresh(), t):  # committed by another process meanwhile: a no-op
+            return PlanRun(instant=str(t), already_committed=True)
+        raise
     return PlanRun(instant=str(t), result=result)
