@@ -337,15 +337,21 @@ class HudiRollbackOperator(HudiTableOperator):
         self.dry_run = dry_run
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from lake_orchestration.hudi.services.rollback import RollbackResult, rollback_stale_writes, rollback_write
+        from lake_orchestration.hudi.services.rollback import (
+            RemovedRollback,
+            RollbackResult,
+            rollback_instant,
+            rollback_stale_writes,
+        )
         from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 
         location = self.location()
         table = location.open_table()
         config = RollbackConfig.from_options(self.service_options(location))
+        results: list[RollbackResult | RemovedRollback]
         if self.instant_time:
-            outcome = rollback_write(table, str(self.instant_time), dry_run=self.dry_run, config=config)
-            results = [RollbackResult.of(str(self.instant_time), "requested", outcome)]
+            # the core routes it: a pending rollback is removed, any other pending write rolled back
+            results = [rollback_instant(table, str(self.instant_time), dry_run=self.dry_run, config=config)]
         else:
             results = [
                 RollbackResult.of(str(s.instant.time), s.reason, r)
