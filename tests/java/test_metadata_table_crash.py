@@ -64,7 +64,9 @@ def test_kill_after_the_mdt_deltacommit_is_ignored_then_repaired(java_hudi: Java
     mor = TableType.MERGE_ON_READ
     table = JavaTable(tmp_path / "t", PARTITIONED, mor, Model(("city", "uuid")), base.schema, [], tmp_path)
     java_write(java_hudi, table, base, "insert", **MDT_DEFAULTS)
-    java_write(java_hudi, table, generate_updates(base, fraction=0.5, seed=22, ts_offset=10**6), "upsert", **MDT_DEFAULTS)
+    java_write(
+        java_hudi, table, generate_updates(base, fraction=0.5, seed=22, ts_offset=10**6), "upsert", **MDT_DEFAULTS
+    )
 
     proc = subprocess.run(
         [sys.executable, "-c", _KILLED_COMPACTION, str(table.path), repr(COMPACTION)],

@@ -143,7 +143,9 @@ def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: P
     base = trips(300, seed=1)
     table = JavaTable(tmp_path / "t", PARTITIONED, MOR, Model(("city", "uuid")), base.schema, [], tmp_path)
     java_write(java_hudi, table, base, "insert", **MDT_DEFAULTS)
-    java_write(java_hudi, table, generate_updates(base, fraction=0.3, seed=2, ts_offset=10**6), "upsert", **MDT_DEFAULTS)
+    java_write(
+        java_hudi, table, generate_updates(base, fraction=0.3, seed=2, ts_offset=10**6), "upsert", **MDT_DEFAULTS
+    )
     assert HudiTable(str(table.path)).metadata_partitions() == ["files"]
     _check(java_hudi, table, "Java's table")
     options = PARTITIONED.write_options(MOR)
@@ -227,8 +229,13 @@ def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: P
         "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
         "hoodie.cleaner.fileversions.retained": "1",
     }
-    java_write(java_hudi, table, generate_updates(table.expected(), fraction=0.2, seed=7, ts_offset=7 * 10**6),
-               "upsert", **java_services)
+    java_write(
+        java_hudi,
+        table,
+        generate_updates(table.expected(), fraction=0.2, seed=7, ts_offset=7 * 10**6),
+        "upsert",
+        **java_services,
+    )
     mdt = metadata_table(HudiTable(str(table.path)))
     assert [i for i in mdt.timeline.completed() if i.action is Action.COMMIT], "Java compacted the MDT"
     _check(java_hudi, table, "after Java's write and services on top of ours")

@@ -10,9 +10,9 @@ and service keeps the metadata table the same way. What each action changes:
   (:func:`~.writer.update_from_commit`);
 - clean: the files it deleted (:func:`~.writer.update_from_clean`);
 - rollback: Java 0.15's ``update(HoodieRollbackMetadata)``: refused when the rolled-back instant is at or before the
-  MDT's latest compaction (``validateRollback``); the log files the rollback added (:func:`~.writer.update_from_rollback`)
-  at the rollback's instant; then the MDT deltacommit of the rolled-back instant, if completed since that compaction,
-  is rolled back at ``<rollback>006``;
+  MDT's latest compaction (``validateRollback``); the log files the rollback added
+  (:func:`~.writer.update_from_rollback`) at the rollback's instant; then the MDT deltacommit of the rolled-back
+  instant, if completed since that compaction, is rolled back at ``<rollback>006``;
 - savepoint (and anything else): nothing, as in Java.
 """
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from lake_orchestration.errors import FileAlreadyExistsError, MetadataTableError
 from lake_orchestration.hudi.hfile import Compression, HFileWriter, HFileWriterOptions
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlock, LogBlockType, encode_block, iter_blocks
+from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.metadata.records import (
     FILES_PARTITION,
     NON_PARTITIONED_NAME,
@@ -40,7 +41,6 @@ from lake_orchestration.hudi.metadata.records import (
     writer_schema_text,
 )
 from lake_orchestration.hudi.metadata.records import RECORDKEY_PARTITION_LIST as PARTITION_LIST_KEY
-from lake_orchestration.hudi.log.writer import rollback_command_block, write_log_file
 from lake_orchestration.hudi.model.avro import (
     CleanMetadata,
     InstantInfo,
@@ -402,9 +402,7 @@ def rollback_metadata_deltacommit(mdt: HudiTable, instant: str, rollback_time: s
         )
         rb_time = InstantTime(rollback_time) if rollback_time is not None else mdt.new_instant_time()
         pending_rb = mdt.create_requested(Instant(rb_time, Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
-    inflight = (
-        mdt.transition_to_inflight(pending_rb) if pending_rb.state is State.REQUESTED else pending_rb
-    )
+    inflight = mdt.transition_to_inflight(pending_rb) if pending_rb.state is State.REQUESTED else pending_rb
     rb = str(inflight.time)
     if target is not None and target.is_completed:  # Java's revertToInflight: readers ignore its block from here
         storage.delete_file(mdt.instant_path(target), missing_ok=True)

@@ -69,10 +69,10 @@ def complete_instant(table: HudiTable, inflight: Instant, content: bytes, *, wha
     of this instant, derived from ``content``, before the completed file is written
     (:func:`~lake_orchestration.hudi.metadata.sync.sync_metadata_table`, as Java's ``writeTableMetadata`` before
     ``saveAsComplete``): a crash in between leaves an MDT block readers ignore (its data instant is not completed),
-    which the next attempt reuses or rolls back. Then the ambiguous-write rule: a :class:`StorageError` of the write is decided by a fresh timeline -- the completed instant is there
-    (an earlier answer was lost): it is returned; it is not: :class:`CommitStateUnknownError`. Call under the table
-    lock (:func:`commit_section`, or the lock the caller holds). ``what`` names the commit in the error (default:
-    ``<action> <instant time>``).
+    which the next attempt reuses or rolls back. Then the ambiguous-write rule: a :class:`StorageError` of the write
+    is decided by a fresh timeline -- the completed instant is there (an earlier answer was lost): it is returned; it
+    is not: :class:`CommitStateUnknownError`. Call under the table lock (:func:`commit_section`, or the lock the
+    caller holds). ``what`` names the commit in the error (default: ``<action> <instant time>``).
 
     Raises:
         InvalidInstantStateError: ``inflight`` is not on storage, or its completed file exists already.
