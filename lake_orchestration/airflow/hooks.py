@@ -31,6 +31,7 @@ from airflow.sdk import BaseHook
 from lake_orchestration.config.keys import HOODIE_PREFIX
 from lake_orchestration.config.options import check_option_keys
 from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.io.storage_options import parse_storage_options
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -43,7 +44,7 @@ class HudiTableLocation:
     """Where a table is and how to open it (``storage_options`` may hold secrets: never log or XCom them)."""
 
     base_path: str
-    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """``hoodie.*`` service options of the connection (an operator's ``options`` win)."""
 
@@ -107,13 +108,18 @@ def location_from_connection(
     source = f"extra 'hoodie_options' of Airflow connection {conn.conn_id!r}"
     own = parse_passthrough_keys(extra.get("passthrough_keys"), source=f"Airflow connection {conn.conn_id!r}")
     check_option_keys(hoodie, source=source, escape=PASSTHROUGH_ESCAPE, passthrough=own | set(passthrough))
-    storage = {str(k): str(v) for k, v in opts.items()}
-    if conn.login:
-        storage["access_key"] = conn.login
-    if conn.password:
-        storage["secret_key"] = conn.password
-    if extra.get("session_token"):
-        storage["session_token"] = str(extra["session_token"])
+    # typed as the CLI and Dagster type them (anonymous: "true" -> True, replication: "3" -> 3 ...)
+    storage = dict(
+        parse_storage_options(
+            opts,
+            source=f"extra 'storage_options' of Airflow connection {conn.conn_id!r}",
+            secrets={
+                "access_key": conn.login,
+                "secret_key": conn.password,
+                "session_token": str(extra["session_token"]) if extra.get("session_token") else None,
+            },
+        ).items()
+    )
     return HudiTableLocation(
         base_path=str(path), storage_options=storage, hoodie_options={str(k): str(v) for k, v in hoodie.items()}
     )

@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import click
 
+from lake_orchestration.io.storage_options import FLOAT_OPTIONS, INT_OPTIONS, is_secret_key
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _META_KEY = "lake_orchestration.storage_options"
@@ -33,11 +35,6 @@ _SECRETS_META_KEY = "lake_orchestration.storage_secrets"
 MASK = "***"
 """What a secret value is replaced with."""
 
-_SECRET_NAME = re.compile(
-    r"secret|passw|(^|_)token$|session_token|access_token|access_key|private_key|account_key|sas_key|"
-    r"service_account_key|credentials?_json|client_secret",
-    re.IGNORECASE,
-)
 SECRET_ENV_VARS = (
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
@@ -50,14 +47,8 @@ SECRET_ENV_VARS = (
 
 # pyarrow's typed options: the command line gives strings, pyarrow's constructors want these types
 _BOOL_WORDS = {"true": True, "false": False}
-_INT_OPTIONS = frozenset({"replication", "buffer_size", "default_block_size", "load_frequency"})
-_FLOAT_OPTIONS = frozenset({"connect_timeout", "request_timeout"})
-
-
-def is_secret_key(key: str) -> bool:
-    """True if a storage option's name says it holds a secret (``secret_key``, ``access_key``, ``session_token``,
-    ``access_token``, ``aws_secret_access_key``, ``password`` ...). ``credential_token_expiration`` is not one."""
-    return bool(_SECRET_NAME.search(key.strip()))
+_INT_OPTIONS = INT_OPTIONS
+_FLOAT_OPTIONS = FLOAT_OPTIONS
 
 
 def _coerce(key: str, value: str, *, where: str = "", hint: str = "'--storage-option'") -> Any:

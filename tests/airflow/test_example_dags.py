@@ -339,7 +339,7 @@ from airflow.sdk import Connection
 from lake_orchestration.airflow.hooks import HudiTableHook, location_from_connection
 from lake_orchestration.errors import InvalidOptionError
 
-extra = {"storage_options": {"region": "eu-west-1"}, "session_token": "token-123", "hoodie_options": {"k": 5}}
+extra = {"storage_options": {"region": "eu-west-1", "anonymous": "false", "connect_timeout": "5"}, "session_token": "token-123", "hoodie_options": {"k": 5}}
 conn = Connection(conn_id="lake", conn_type="hudi", host="s3://bucket/t", login="AKIAKEY", password="secret-key",
                   extra=json.dumps(extra))
 loc = location_from_connection(conn)
@@ -365,8 +365,10 @@ def test_hook_location_secrets_only_in_storage_options_operator_path_and_options
     env = {**airflow.env(tmp_path), "AIRFLOW_CONN_HUDI_DEFAULT": '{"conn_type": "hudi", "host": "/data/trips"}'}
     got = _run_driver(airflow, _HOOK, env=env, timeout=120)
     assert got["base_path"] == "s3://bucket/t" and got["override"] == "s3://bucket/other"
-    assert got["storage"] == {
+    assert got["storage"] == {  # typed as the CLI and Dagster type them (a connection's extra holds text)
         "region": "eu-west-1",
+        "anonymous": False,
+        "connect_timeout": 5.0,
         "access_key": "AKIAKEY",
         "secret_key": "secret-key",
         "session_token": "token-123",
