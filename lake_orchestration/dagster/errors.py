@@ -124,6 +124,19 @@ class HudiStep:
             return [f"snapshot-{i}" for i in self.table.snapshot_ids()[-TIMELINE_EXCERPT:]]
         return [i.file_name for i in list(self.table.timeline)[-TIMELINE_EXCERPT:]]
 
+    def error(self, err: LakeOrchestrationError, *, permanent: bool) -> DagsterHudiError:
+        """``err`` as the step's failure: ``<ErrorClass>: <message>`` with the table, instant and timeline excerpt as
+        metadata; :class:`PermanentHudiError` (no retry) when ``permanent``."""
+        cls = PermanentHudiError if permanent else DagsterHudiError
+        return cls(
+            f"{type(err).__name__}: {err}",
+            table=self.cfg.name,
+            table_uri=self.cfg.base_path,
+            instant=self.instant,
+            timeline=self.timeline_excerpt(),
+            error=type(err).__name__,
+        )
+
 
 @contextmanager
 def hudi_step(cfg: HudiTableConfig, *, instant: str | None = None) -> Iterator[HudiStep]:
@@ -134,12 +147,4 @@ def hudi_step(cfg: HudiTableConfig, *, instant: str | None = None) -> Iterator[H
     try:
         yield step
     except LakeOrchestrationError as err:
-        cls = PermanentHudiError if isinstance(err, PERMANENT_ERRORS) else DagsterHudiError
-        raise cls(
-            f"{type(err).__name__}: {err}",
-            table=cfg.name,
-            table_uri=cfg.base_path,
-            instant=step.instant,
-            timeline=step.timeline_excerpt(),
-            error=type(err).__name__,
-        ) from err
+        raise step.error(err, permanent=isinstance(err, PERMANENT_ERRORS)) from err

@@ -26,7 +26,7 @@ import dagster as dg
 
 from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
-from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
+from lake_orchestration.dagster.errors import hudi_step
 from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
 
@@ -198,14 +198,7 @@ def build_bootstrap_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator)
                     step.open_table()
                 except TableNotFoundError:
                     pass
-                raise PermanentHudiError(
-                    f"{type(err).__name__}: {err}",
-                    table=cfg.name,
-                    table_uri=cfg.base_path,
-                    instant=step.instant,
-                    timeline=step.timeline_excerpt(),
-                    error=type(err).__name__,
-                ) from err
+                raise step.error(err, permanent=True) from err
             for rb in prepared.rolled_back:
                 context.log.warning(f"{cfg.name}: rolled back a failed bootstrap ({rb})")
             if config.dry_run:
