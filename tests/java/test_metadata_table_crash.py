@@ -107,3 +107,68 @@ def test_kill_after_the_mdt_deltacommit_is_ignored_then_repaired(java_hudi: Java
         **MDT_DEFAULTS,
     )
     _check(java_hudi, table, "after Java's write on top")
+
+
+_KILLED_COW_WRITE = textwrap.dedent(
+    """
+    import os, sys
+    import pyarrow.parquet as pq
+    from lake_orchestration.hudi.model.properties import TableType
+    from lake_orchestration.hudi.table.hudi_table import HudiTable
+    from lake_orchestration.hudi.write import write_table
+    from tests.java.interop import PARTITIONED
+
+    orig = HudiTable.transition_to_completed
+    def dying(self, inflight, content):
+        if not self.base_uri.rstrip("/").endswith(".hoodie/metadata"):
+            print(f"KILLED {inflight.time}", flush=True)
+            os._exit(137)
+        return orig(self, inflight, content)
+    HudiTable.transition_to_completed = dying
+    write_table(sys.argv[1], pq.read_table(sys.argv[2]), operation="upsert",
+                options=PARTITIONED.write_options(TableType.COPY_ON_WRITE))
+    """
+)
+
+
+@pytest.mark.interop(
+    direction="ours→java", table="COW partitioned, metadata table on", service="write killed after its MDT step"
+)
+def test_cow_write_killed_after_the_mdt_deltacommit_then_rolled_back(java_hudi: JavaHudi, tmp_path: Path) -> None:
+    """A COW rollback adds no log file: its MDT deltacommit holds no records (no log file, as Java's upsert of no
+    records); the killed write's MDT deltacommit is rolled back; Java validates and writes on top."""
+    import pyarrow.parquet as pq
+
+    from lake_orchestration.hudi.services.rollback import rollback_write
+
+    base = trips(120, seed=31)
+    cow = TableType.COPY_ON_WRITE
+    table = JavaTable(tmp_path / "t", PARTITIONED, cow, Model(("city", "uuid")), base.schema, [], tmp_path)
+    java_write(java_hudi, table, base, "insert", **MDT_DEFAULTS)
+    src = tmp_path / "failed.parquet"
+    pq.write_table(generate_updates(base, fraction=0.5, seed=32, ts_offset=10**6), src)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_COW_WRITE, str(table.path), str(src)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 137, proc.stdout + proc.stderr
+    killed = proc.stdout.split("KILLED ", 1)[1].split()[0]
+    assert_rows_equal(java_read(java_hudi, table, **READ_MDT), table.expected(), "Java's read after the kill")
+    assert not [f for _, f in _our_listing(table.path) if killed in f], "our MDT reader lists the killed write"
+
+    rb = rollback_write(HudiTable(str(table.path)), killed)
+    mdt = metadata_table(HudiTable(str(table.path)))
+    assert mdt.timeline.get(killed, Action.DELTA_COMMIT) is None
+    assert mdt.timeline.get(str(rb.time), Action.DELTA_COMMIT) is not None  # type: ignore[union-attr]
+    _check(java_hudi, table, "after our rollback of the killed COW write")
+    java_write(
+        java_hudi,
+        table,
+        generate_updates(table.expected(), fraction=0.2, seed=33, ts_offset=2 * 10**6),
+        "upsert",
+        **MDT_DEFAULTS,
+    )
+    _check(java_hudi, table, "after Java's write on top")

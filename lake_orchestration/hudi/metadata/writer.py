@@ -298,6 +298,14 @@ def update_metadata_table(
     slice_ = _files_slice(mdt)
     start = time.monotonic()
     requested = mdt.create_requested(Instant(InstantTime(instant), Action.DELTA_COMMIT, State.REQUESTED))
+    if not records:  # e.g. a COW rollback: Java's upsert of no records writes no log file
+        empty = CommitMetadata(
+            partition_to_write_stats={},
+            extra_metadata={"schema": metadata_record_schema()},
+            operation_type=MDT_OPERATION,
+        )
+        mdt.transition_to_completed(mdt.transition_to_inflight(requested, b""), empty.to_bytes())
+        return MetadataCommit(instant, "", 0, rolled_back)
     inflight = mdt.transition_to_inflight(requested, _workload_profile(slice_, len(records)).to_bytes())
     log_file = _write_log_file(mdt, instant, slice_, block, write_token)
     metadata = _commit_metadata(slice_, log_file, len(records), int((time.monotonic() - start) * 1000))
@@ -454,6 +462,8 @@ def _reuse_completed(mdt: HudiTable, done: Instant, block: bytes, n: int) -> Met
     None is returned."""
     metadata = mdt.commit_metadata(done)
     paths = [s.path for s in metadata.write_stats() if s.path]
+    if not paths and n == 0:
+        return MetadataCommit(str(done.time), "", 0, already_completed=True)
     for path in paths:
         data = mdt.storage.read_bytes(mdt.storage.join(path))
         blocks = [b for b in iter_blocks(data, mdt.storage.uri(path))]
