@@ -417,6 +417,27 @@ def test_clean_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: P
     assert_same_rows(hudi_rs_snapshot(path), snapshot)
 
 
+def test_a_metadata_partitions_property_without_its_table_is_refused_before_any_write(tmp_path: Path) -> None:
+    """hoodie.table.metadata.partitions=files with .hoodie/metadata gone (deleted by hand): the commit could not
+    update the metadata table, so the writer and the services refuse before writing anything (no inflight instant,
+    no file), naming the property; hoodie.metadata.enable=false clears the property and goes on."""
+    from lake_orchestration.errors import MetadataTableError
+
+    path = _mor(tmp_path, rounds=6)
+    HudiTable(str(path)).update_properties({"hoodie.table.metadata.partitions": "files"})
+    before = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+    batch = generate_trips(10, partitions=2, seed=78)
+    with pytest.raises(MetadataTableError, match=r"hoodie\.table\.metadata\.partitions lists \['files'\]"):
+        write_table(str(path), batch, operation="upsert")
+    with pytest.raises(MetadataTableError, match="no table in it"):
+        run_clean(HudiTable(str(path)), CleanConfig.from_options({"hoodie.cleaner.commits.retained": "2"}))
+    assert sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()) == before
+    write_table(str(path), batch, operation="upsert", options=WriteOptions(options={"hoodie.metadata.enable": "false"}))
+    t = HudiTable(str(path))
+    assert "hoodie.table.metadata.partitions" not in t.config.raw and not t.has_metadata_table()
+    assert set(batch.column("uuid").to_pylist()) <= set(hudi_rs_snapshot(path).column("uuid").to_pylist())
+
+
 def test_empty_pending_clean_is_removed_and_cleaning_goes_on(tmp_path: Path) -> None:
     path = _mor(tmp_path, rounds=6)
     t = HudiTable(str(path))

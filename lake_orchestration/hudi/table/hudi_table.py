@@ -257,8 +257,9 @@ class HudiTable:
           instant before completing (the commit path, :func:`lake_orchestration.hudi.table.commit.complete_instant`).
         - ``hoodie.metadata.enable=false``: the metadata table is deleted first (not on a dry run), as a Java writer
           with that setting does; Java rebuilds it on its next write with metadata enabled.
-        - Other partitions (``column_stats``, ``bloom_filters``, ``record_index``, ...), or a metadata table folder
-          that ``hoodie.table.metadata.partitions`` does not list as having ``files``: refused.
+        - Other partitions (``column_stats``, ``bloom_filters``, ``record_index``, ...), a metadata table folder
+          that ``hoodie.table.metadata.partitions`` does not list as having ``files``, or that property without a
+          metadata table (deleted by hand): refused, before anything is written.
 
         Raises:
             MetadataTableError: the metadata table has partitions other than ``files`` (or no ``files``) and
@@ -276,14 +277,21 @@ class HudiTable:
             return
         partitions = self.metadata_partitions()
         others = [p for p in partitions if p != "files"]
-        if "files" in partitions and not others:
+        exists = self.metadata_table_exists()
+        if "files" in partitions and not others and exists:
             return
-        found = (
-            f"partitions {others} that {service} does not update (only 'files' is kept here)"
-            if others
-            else f"a folder .hoodie/metadata but {HoodieKey.METADATA_PARTITIONS.key} does not list 'files' (not "
-            "initialised)"
-        )
+        if others:
+            found = f"partitions {others} that {service} does not update (only 'files' is kept here)"
+        elif not exists:  # the property names partitions, the table is gone: the commit could not update it
+            found = (
+                f"no table in it, although {HoodieKey.METADATA_PARTITIONS.key} lists {partitions} (deleted without "
+                "clearing the property; this project does not initialise a metadata table yet)"
+            )
+        else:
+            found = (
+                f"a folder .hoodie/metadata but {HoodieKey.METADATA_PARTITIONS.key} does not list 'files' (not "
+                "initialised)"
+            )
         raise MetadataTableError(
             self.base_uri,
             f"has a metadata table (.hoodie/metadata) with {found}: Java readers using them would see stale "
