@@ -266,7 +266,8 @@ def schedule_compaction(
     Raises:
         PlanError: not MOR, an inflight write at or before the instant, or a later/equal completed or pending
             compaction.
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        MetadataTableError: the metadata table has a partition other than ``files`` (or is missing though
+            ``hoodie.table.metadata.partitions`` lists it) and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock past ``hoodie.write.lock.wait_time_ms``.
     """
     cfg = config or CompactionConfig()

@@ -33,7 +33,8 @@ def rollback_bootstrap(table: HudiTable, *, config: RollbackConfig | None = None
 
     Raises:
         TableLockedError: another process holds the table lock past its wait time.
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        MetadataTableError: the metadata table has a partition other than ``files`` (or is missing though
+            ``hoodie.table.metadata.partitions`` lists it) and ``hoodie.metadata.enable`` is not ``false``.
     """
     done: list[Instant] = []
     for pending in pending_bootstrap_instants(table):

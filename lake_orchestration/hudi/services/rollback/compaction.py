@@ -141,7 +141,8 @@ def rollback_inflight_compaction(
     Raises:
         InvalidInstantStateError: the compaction is not inflight.
         InstantInProgressError: its heartbeat is fresh (``config.heartbeat``): another process is executing it.
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        MetadataTableError: the metadata table has a partition other than ``files`` (or is missing though
+            ``hoodie.table.metadata.partitions`` lists it) and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``config.lock``).
     """
     instant = InstantTime(instant, where=table.base_uri)
@@ -175,7 +176,8 @@ def rollback_inflight_log_compaction(
         InvalidInstantStateError: the log compaction is not inflight.
         InstantInProgressError: its heartbeat is fresh: another process is executing it.
         PlanError: a log file of the plan's file groups mixes the attempt's blocks with others (nothing deleted).
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        MetadataTableError: the metadata table has a partition other than ``files`` (or is missing though
+            ``hoodie.table.metadata.partitions`` lists it) and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``config.lock``).
     """
     instant = InstantTime(instant, where=table.base_uri)

@@ -102,7 +102,8 @@ def rollback_write(
 
     Raises:
         InvalidInstantStateError: the instant is completed or not a write on the timeline.
-        MetadataTableError: the table has a metadata table and ``hoodie.metadata.enable`` is not ``false``.
+        MetadataTableError: the metadata table has a partition other than ``files`` (or is missing though
+            ``hoodie.table.metadata.partitions`` lists it) and ``hoodie.metadata.enable`` is not ``false``.
         TableLockedError: another process holds the table lock (``config.lock``).
     """
     cfg = config or RollbackConfig()
