@@ -50,6 +50,7 @@ import fastavro
 from lake_orchestration.errors import CorruptFileError
 from lake_orchestration.hudi.hfile import HFileReader
 from lake_orchestration.hudi.model.avro.schema import schema_text
+from lake_orchestration.hudi.model.schema import META_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +62,6 @@ FILES_PARTITION = "files"
 """``MetadataPartitionType.FILES.getPartitionPath()``."""
 SCHEMA_FILE_INFO_KEY = "schema"
 """File-info key of the writer schema in an MDT HFile (``HoodieAvroHFileReaderImplBase.SCHEMA_KEY``)."""
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 class MetadataRecordType(enum.IntEnum):
