@@ -14,6 +14,9 @@ and service keeps the metadata table the same way. What each action changes:
   (:func:`~.writer.update_from_rollback`) at the rollback's instant; then the MDT deltacommit of the rolled-back
   instant, if completed since that compaction, is rolled back at ``<rollback>006``;
 - savepoint (and anything else): nothing, as in Java.
+
+Before the MDT deltacommit of a commit or clean (not a rollback), the MDT's own compaction runs when Java's
+``performTableServices`` would run it (:func:`~.table_services.run_metadata_table_services`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import logging
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import MetadataTableError
 from lake_orchestration.hudi.metadata.records import FILES_PARTITION
+from lake_orchestration.hudi.metadata.table_services import run_metadata_table_services
 from lake_orchestration.hudi.metadata.writer import (
     METADATA_TABLE_DIR,
     MetadataCommit,
+    check_partitions,
     enabled_partitions,
     metadata_table,
     rollback_metadata_deltacommit,
@@ -67,6 +72,11 @@ def sync_metadata_table(table: HudiTable, inflight: Instant, content: bytes) -> 
     action = inflight.with_state(State.COMPLETED).action
     instant = str(inflight.time)
     where = table.storage.uri(table.instant_path(inflight))
+    if action in _COMMIT_ACTIONS or action is Action.CLEAN:
+        # Java's performTableServices when the write starts, before its MDT deltacommit; not before a rollback's
+        # (the rolled-back instant's files are gone from the data timeline: its MDT deltacommit would be compacted)
+        check_partitions(table)
+        run_metadata_table_services(table, metadata_table(table))
     if action in _COMMIT_ACTIONS:
         return update_metadata_table(table, instant, update_from_commit(CommitMetadata.from_bytes(content, path=where)))
     if action is Action.CLEAN:

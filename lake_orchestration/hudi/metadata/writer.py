@@ -12,8 +12,8 @@ What changes the ``files`` partition comes from the data action's metadata, as J
 ``HoodieTableMetadataUtil.convertMetadataToRecords`` derives it: :func:`update_from_commit`,
 :func:`update_from_clean`, :func:`update_from_rollback`.
 
-Not here yet: MDT compaction (``<t>001``), clean (``<t>002``), archival, initialisation, the other MDT partitions
-(``column_stats``, ``bloom_filters``, ``record_index``: refused), the rollback of a *completed* MDT deltacommit.
+The MDT compaction (``<t>001``) is in :mod:`~.table_services`. Not here yet: MDT clean (``<t>002``), archival,
+initialisation, the other MDT partitions (``column_stats``, ``bloom_filters``, ``record_index``: refused).
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ def update_metadata_table(
         MetadataTableError: no metadata table, a partition other than ``files`` is enabled, the ``files`` file
             group is missing, or a completed MDT deltacommit of ``instant`` holds other records.
     """
-    _check_partitions(table)
+    check_partitions(table)
     mdt = metadata_table(table)
     records = files_partition_records(update)
     block = hfile_data_block(instant, records)
@@ -317,7 +317,7 @@ def update_metadata_table(
     return MetadataCommit(instant, f"{FILES_PARTITION}/{log_file.name}", len(records), rolled_back)
 
 
-def _check_partitions(table: HudiTable) -> None:
+def check_partitions(table: HudiTable) -> None:
     enabled = enabled_partitions(table)
     if FILES_PARTITION not in enabled:
         raise MetadataTableError(
