@@ -194,6 +194,11 @@ class HoodieKey(enum.Enum):
         "Java writers keep a metadata table; lake_orchestration never updates it, so writes, cleans, compactions and "
         "rollbacks refuse such a table unless this is false, which deletes it first.",
     )
+    METADATA_COMPACT_MAX_DELTA_COMMITS = (
+        "hoodie.metadata.compact.max.delta.commits",
+        "10",
+        "Metadata-table deltacommits after which the metadata table is compacted (read from hoodie.properties).",
+    )
     HEARTBEAT_INTERVAL_MS = ("hoodie.client.heartbeat.interval_in_ms", "60000", "Writer heartbeat interval.")
     HEARTBEAT_TOLERABLE_MISSES = ("hoodie.client.heartbeat.tolerable.misses", "2", "Missed heartbeats tolerated.")
     WRITE_CONCURRENCY_MODE = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lake_orchestration.hudi.write.bloom_filter import (
+from lake_orchestration.hudi.model.bloom_filter import (
     FOOTER_BLOOM_KEY,
     FOOTER_TYPE_CODE_KEY,
     DynamicBoundedBloomFilter,

@@ -17,12 +17,12 @@ import pytest
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
 from lake_orchestration.errors import InvalidTablePropertiesError
 from lake_orchestration.hudi.log.log_format import LogBlockType, iter_blocks
+from lake_orchestration.hudi.model.bloom_filter import FOOTER_BLOOM_KEY, HoodieBloomFilter
 from lake_orchestration.hudi.model.instant import State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from lake_orchestration.hudi.write.bloom_filter import FOOTER_BLOOM_KEY, HoodieBloomFilter
 from tests.conftest import REPO_ROOT, HudiFixture
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 

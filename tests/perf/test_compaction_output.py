@@ -13,11 +13,11 @@ import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.hudi.model.bloom_filter import HoodieBloomFilter
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from lake_orchestration.hudi.write.bloom_filter import HoodieBloomFilter
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 FOOTER_KEYS = {

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_orchestration.hudi.write.bloom_filter import (
+from lake_orchestration.hudi.model.bloom_filter import (
     FOOTER_BLOOM_KEY,
     FOOTER_TYPE_CODE_KEY,
     JENKINS_HASH,

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from lake_orchestration.hudi.model.bloom_filter import FOOTER_BLOOM_KEY, HoodieBloomFilter
 from lake_orchestration.hudi.model.schema import RECORD_KEY, avro_to_arrow_schema, with_meta_fields
 from lake_orchestration.hudi.write.base_file import BaseFileWriter, WriteBehind
-from lake_orchestration.hudi.write.bloom_filter import FOOTER_BLOOM_KEY, HoodieBloomFilter
 from lake_orchestration.io.storage import Storage
 
 _AVRO = with_meta_fields(

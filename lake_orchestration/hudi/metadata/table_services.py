@@ -33,6 +33,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import MetadataTableError
 from lake_orchestration.hudi.hfile import Compression, HFileWriter, HFileWriterOptions
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
@@ -55,6 +56,7 @@ from lake_orchestration.hudi.metadata.writer import (
     metadata_record_schema,
 )
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
+from lake_orchestration.hudi.model.bloom_filter import TYPE_DYNAMIC_V0, HoodieBloomFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, FileSlice, LogFile
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -65,7 +67,7 @@ log = logging.getLogger(__name__)
 
 COMPACTION_SUFFIX = "001"
 """``HoodieTableMetadataUtil.createCompactionTimestamp``: the MDT compaction after deltacommit ``L`` is ``L001``."""
-MAX_DELTA_COMMITS_KEY = "hoodie.metadata.compact.max.delta.commits"
+MAX_DELTA_COMMITS_KEY = HoodieKey.METADATA_COMPACT_MAX_DELTA_COMMITS.key
 DEFAULT_MAX_DELTA_COMMITS = 10
 """``HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`` default."""
 _MB = 1024 * 1024
@@ -281,9 +283,6 @@ def base_hfile(records: list[MetadataRecord], file_name: str) -> bytes:
     ``_hoodie_file_name`` = ``file_name``, GZ blocks of 1 MB, file info ``schema``, ``minRecordKey``,
     ``maxRecordKey``, ``bloomFilterTypeCode`` and the ``bloomFilter`` meta block (a default ``DYNAMIC_V0`` filter of
     the keys, base64 text). Byte for byte Java's (tests/java/test_metadata_table_compaction.py)."""
-    # imported here: lake_orchestration.hudi.write imports the commit path, which imports this module
-    from lake_orchestration.hudi.write.bloom_filter import TYPE_DYNAMIC_V0, HoodieBloomFilter
-
     writer = HFileWriter(
         HFileWriterOptions(
             block_size=HFILE_BLOCK_SIZE,
@@ -300,7 +299,7 @@ def base_hfile(records: list[MetadataRecord], file_name: str) -> bytes:
     if records:
         writer.append_file_info(KEY_MIN_RECORD, records[0].key.encode())
         writer.append_file_info(KEY_MAX_RECORD, records[-1].key.encode())
-    writer.append_file_info(KEY_BLOOM_FILTER_TYPE_CODE, b"DYNAMIC_V0")
+    writer.append_file_info(KEY_BLOOM_FILTER_TYPE_CODE, TYPE_DYNAMIC_V0.encode())
     writer.append_meta_block(KEY_BLOOM_FILTER_META_BLOCK, bloom.serialize().encode())
     return writer.finish()
 

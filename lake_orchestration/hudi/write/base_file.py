@@ -29,10 +29,10 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.config.options import option, parse_options
+from lake_orchestration.hudi.model.bloom_filter import HoodieBloomFilter
 from lake_orchestration.hudi.model.file_group import BaseFile
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, RECORD_KEY
-from lake_orchestration.hudi.write.bloom_filter import HoodieBloomFilter
 from lake_orchestration.io.storage import Storage
 
 #: parquet-mr's default compression levels (Hadoop's ``zlib.compress.level`` = zlib's default 6; ZstandardCodec's

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 from lake_orchestration.hudi.log.block_content import decode_data_block
 from lake_orchestration.hudi.log.log_format import LogBlockType
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.model.bloom_filter import FOOTER_BLOOM_KEY, FOOTER_TYPE_CODE_KEY, HoodieBloomFilter
 from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.schema import RECORD_KEY
-from lake_orchestration.hudi.write.bloom_filter import FOOTER_BLOOM_KEY, FOOTER_TYPE_CODE_KEY, HoodieBloomFilter
 from lake_orchestration.io.storage import Storage
 
 
