@@ -57,7 +57,10 @@ _KILLED_COMPACTION = textwrap.dedent(
 
 
 @pytest.mark.interop(
-    direction="ours→java", table="MOR partitioned, metadata table on", service="compaction killed after its MDT step"
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
+    table="MOR partitioned, metadata table on",
+    service="compaction killed after its MDT step",
+    checks="the orphan MDT block ignored by Java and our reader; the re-run rolls it back; validate_metadata_table_files; Java writes on top",
 )
 def test_kill_after_the_mdt_deltacommit_is_ignored_then_repaired(java_hudi: JavaHudi, tmp_path: Path) -> None:
     base = trips(150, seed=21)
@@ -132,7 +135,10 @@ _KILLED_COW_WRITE = textwrap.dedent(
 
 
 @pytest.mark.interop(
-    direction="ours→java", table="COW partitioned, metadata table on", service="write killed after its MDT step"
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
+    table="COW partitioned, metadata table on",
+    service="write killed after its MDT step",
+    checks="the orphan MDT deltacommit ignored; rolled back with the write; validate_metadata_table_files; Java reads",
 )
 def test_cow_write_killed_after_the_mdt_deltacommit_then_rolled_back(java_hudi: JavaHudi, tmp_path: Path) -> None:
     """A COW rollback adds no log file: its MDT deltacommit holds no records (no log file, as Java's upsert of no

@@ -205,7 +205,12 @@ def _regenerate(table: JavaTable, instant: str) -> tuple[dict[str, bytes], Metad
     return javas, update_metadata_table(data, instant, update_from_commit(md))
 
 
-@pytest.mark.interop(direction="ours→java", table="MOR, metadata table on", service="MDT deltacommit (files)")
+@pytest.mark.interop(
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
+    table="MOR, metadata table on",
+    service="MDT deltacommit (files)",
+    checks="our log block byte for byte Java's; validate_metadata_table_files (verbose) = storage; Java upserts, compacts the MDT, validates",
+)
 def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWritten, tmp_path: Path) -> None:
     table = java_written.copy(tmp_path / "t")
     t = java_written.instant
@@ -252,7 +257,12 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     )
 
 
-@pytest.mark.interop(direction="ours→java", table="MOR, metadata table on", service="MDT deltacommit crash+rerun")
+@pytest.mark.interop(
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
+    table="MOR, metadata table on",
+    service="MDT deltacommit crash+rerun",
+    checks="rolled back on re-run (MDT .rollback), Java's block written again; validate_metadata_table_files",
+)
 def test_crashed_mdt_deltacommit_is_rolled_back_on_rerun(
     java_hudi: JavaHudi, java_written: JavaWritten, tmp_path: Path
 ) -> None:

@@ -133,9 +133,10 @@ def _killed_write(table: JavaTable, data_path: Path) -> str:
 
 
 @pytest.mark.interop(
-    direction="ours→java",
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on",
     service="upsert, compaction, log compaction, clean, killed write + rollback, archive (MDT kept)",
+    checks="after each: validate_metadata_table_files = storage listing, Java reads through the MDT, our reader agrees; Java writes and compacts on top",
 )
 def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
@@ -241,7 +242,12 @@ def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: P
     _check(java_hudi, table, "after Java's write and services on top of ours")
 
 
-@pytest.mark.interop(direction="ours→java", table="MOR partitioned, MDT with column_stats", service="refusal")
+@pytest.mark.interop(
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
+    table="MOR partitioned, MDT with column_stats",
+    service="refusal",
+    checks="MetadataTableError naming column_stats; no file changed",
+)
 def test_a_metadata_table_with_column_stats_is_refused(java_hudi: JavaHudi, tmp_path: Path) -> None:
     base = trips(120, seed=11)
     table = JavaTable(tmp_path / "t", PARTITIONED, MOR, Model(("city", "uuid")), base.schema, [], tmp_path)
