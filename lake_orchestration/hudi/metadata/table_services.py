@@ -52,13 +52,14 @@ from lake_orchestration.hudi.metadata.writer import (
     HFILE_BLOCK_SIZE,
     HFILE_COMPARATOR,
     HFILE_GZIP_OS_BYTE,
+    files_slice,
     java_hash_map_order,
     metadata_record_schema,
 )
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
 from lake_orchestration.hudi.model.bloom_filter import TYPE_DYNAMIC_V0, HoodieBloomFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
-from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, FileSlice, LogFile
+from lake_orchestration.hudi.model.file_group import UNKNOWN_WRITE_TOKEN, LogFile
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.marker import create_marker, delete_markers
@@ -152,20 +153,9 @@ def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[Metada
     return done
 
 
-def _files_slice(mdt: HudiTable) -> FileSlice:
-    slices = [s for s in mdt.fs_view().latest_file_slices(FILES_PARTITION) if s.file_id == FILES_FILE_ID]
-    if not slices:
-        raise MetadataTableError(
-            mdt.storage.uri(mdt.storage.join(FILES_PARTITION)),
-            f"no file group {FILES_FILE_ID} in the metadata table's files partition: expected the file group Java "
-            "initialises",
-        )
-    return slices[0]
-
-
 def _schedule(mdt: HudiTable, compaction_time: str) -> Instant:
     """``scheduleCompactionAtInstant``: the plan of the ``files-0000-0`` slice."""
-    fs = _files_slice(mdt)
+    fs = files_slice(mdt)
     log_size = sum(max(lf.size, 0) for lf in fs.log_files)
     base_size = fs.base_file.size if fs.base_file is not None and fs.base_file.size >= 0 else 0
     read_mb = (base_size + log_size) // _MB

@@ -295,7 +295,7 @@ def update_metadata_table(
         reused = _reuse_completed(mdt, done, block, len(records))
         if reused is not None:
             return reused
-    slice_ = _files_slice(mdt)
+    slice_ = files_slice(mdt)
     start = time.monotonic()
     requested = mdt.create_requested(Instant(InstantTime(instant), Action.DELTA_COMMIT, State.REQUESTED))
     if not records:  # e.g. a COW rollback: Java's upsert of no records writes no log file
@@ -334,7 +334,7 @@ def check_partitions(table: HudiTable) -> None:
         )
 
 
-def _files_slice(mdt: HudiTable) -> FileSlice:
+def files_slice(mdt: HudiTable) -> FileSlice:
     """The latest slice of ``files-0000-0`` (``getPartitionLatestFileSlices``; a slice of a pending MDT compaction
     counts, as for Java's writer)."""
     slices = [s for s in mdt.fs_view().latest_file_slices(FILES_PARTITION) if s.file_id == FILES_FILE_ID]
