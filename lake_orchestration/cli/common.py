@@ -139,10 +139,6 @@ def cli_engine(engine: str, master: str) -> Any:
     return build_engine(engine, spark_master=master)
 
 
-engine_or_none = cli_engine
-"""The former name of :func:`cli_engine` (it returned None for ``local``; every engine is now a real one)."""
-
-
 def duration_seconds(text: str) -> float:
     """``90``, ``90s``, ``15m``, ``2h``, ``1d`` -> seconds."""
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}

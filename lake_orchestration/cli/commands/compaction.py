@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lake_orchestration.cli.common import engine_options, engine_or_none, open_table, option_passthrough, parse_options
+from lake_orchestration.cli.common import cli_engine, engine_options, open_table, option_passthrough, parse_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -114,7 +114,7 @@ def compaction_run(
         return
     # a plan that is not pending fails (InstantNotFoundError) before any work: no engine needed for that answer
     runs = instant_time is None or instant_time in pending
-    on = engine_or_none(engine, spark_master) if runs else None
+    on = cli_engine(engine, spark_master) if runs else None
     with progress_on_stderr(), spark_task_progress(on, "compaction"):
         results = run_compaction(
             t, instant_time=instant_time, seq=seq.upper(), max_plans=max_plans, config=cfg, engine=on
