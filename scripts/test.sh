@@ -57,7 +57,8 @@ for shard in A B; do
   # 5: no test selected in this shard (e.g. a -k matching only the other's), not a failure
   if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then failed=1; fi
 done
-read -r rc_a _ <"$LOGS/A.status" || rc_a=1
-read -r rc_b _ <"$LOGS/B.status" || rc_b=1
+read -r rc_a secs_a <"$LOGS/A.status" || { rc_a=1; secs_a=?; }
+read -r rc_b secs_b <"$LOGS/B.status" || { rc_b=1; secs_b=?; }
+echo "shards: A exit $rc_a after ${secs_a} s, B exit $rc_b after ${secs_b} s"
 [ "$rc_a" = 5 ] && [ "$rc_b" = 5 ] && exit 5
 exit "$failed"

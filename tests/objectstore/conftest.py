@@ -13,6 +13,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import uuid
@@ -88,6 +89,10 @@ class RecordingMiddleware:
     def __init__(self, app: Callable[..., Any], log: RequestLog) -> None:
         self.app = app
         self.log = log
+        # moto checks ``If-None-Match``/``If-Match`` and then stores, two steps with no lock between them, so two
+        # racing conditional PUTs of one key can both succeed (seen in CI: 2 of 8 racers "won" one instant file).
+        # S3 decides a conditional write atomically; the test server must too, or it tests moto's race, not ours.
+        self._conditional = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         method = environ.get("REQUEST_METHOD", "")
@@ -106,6 +111,10 @@ class RecordingMiddleware:
             (k[5:].replace("_", "-").title(), str(v)) for k, v in environ.items() if k.startswith("HTTP_IF_")
         )
         try:
+            if conditions and method in ("PUT", "POST"):
+                _buffer_body(environ)  # a slow client's upload must not hold the lock
+                with self._conditional:
+                    return self.app(environ, _start)
             return self.app(environ, _start)
         finally:
             query = parse_qs(qs, keep_blank_values=True)
@@ -122,6 +131,13 @@ class RecordingMiddleware:
                     headers=conditions,
                 )
             )
+
+
+def _buffer_body(environ: dict[str, Any]) -> None:
+    """Read the request body before the conditional-write lock is taken (moto reads it from ``wsgi.input``)."""
+    length = environ.get("CONTENT_LENGTH")
+    if length and length.isdigit():
+        environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(int(length)))
 
 
 @dataclass

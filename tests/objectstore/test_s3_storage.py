@@ -8,6 +8,7 @@ import http.client
 import multiprocessing
 import queue
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -84,6 +85,43 @@ def test_racing_processes_create_the_same_instant_file_exactly_one_wins(s3: S3Bu
         assert len(winners) == 1, f"round {r}: {len(winners)} racers created the same file: {winners}"
         content = st.read_bytes(st.join(".hoodie", f"20260101000000{r:03d}.deltacommit.requested"))
         assert content == f"racer-{winners[0]}".encode(), f"round {r}: the winner's content was overwritten"
+
+
+def test_the_test_server_decides_a_conditional_put_atomically(s3: S3Bucket, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto checks ``If-None-Match: *`` and then stores, with no lock between (CI saw 2 of 8 racers win one instant
+    file); the server fixture serialises conditional writes so the races above test our code, as S3 would. Here
+    moto's existence check is slowed so both creates are inside it together: only one may be answered 200."""
+    from moto.s3.models import S3Backend
+
+    real_get_object = S3Backend.get_object
+
+    def slow_get_object(self: Any, bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> Any:
+        found = real_get_object(self, bucket_name, key_name, *args, **kwargs)
+        if key_name.startswith("slow/"):
+            time.sleep(0.5)  # the window between moto's check and its store
+        return found
+
+    monkeypatch.setattr(S3Backend, "get_object", slow_get_object)
+    st = Storage(s3.uri("slow"), options=s3.storage_options)
+    st.create_if_absent(st.join("warm-up"), b"")  # connection set-up outside the race
+    path = st.join("20260101000000000.deltacommit.requested")
+    outcomes: dict[int, str] = {}
+
+    def create(ident: int) -> None:
+        try:
+            st.create_if_absent(path, f"racer-{ident}".encode())
+            outcomes[ident] = "won"
+        except FileAlreadyExistsError:
+            outcomes[ident] = "exists"
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcomes.values()) == ["exists", "won"], outcomes
+    winner = next(i for i, what in outcomes.items() if what == "won")
+    assert st.read_bytes(path) == f"racer-{winner}".encode()
 
 
 def _collect(results: Any, n: int, procs: list[Any]) -> list[tuple[int, int, str]]:
