@@ -1,0 +1,276 @@
+"""Cheap ticks: one listing per table tells whether anything changed, and what is due.
+
+:func:`probe` lists ``.hoodie/`` once (a Paimon table: ``snapshot/``), non-recursively: on S3 one delimiter LIST.
+The fingerprint is a hash of the names and sizes listed; when it equals the previous tick's, the probe stops there
+(``changed=False``: one request for the table). Otherwise it judges each service from those names alone (a Paimon
+table: from its latest snapshot's levels), with cheap versions of the services' own triggers:
+
+- ``compaction`` (MERGE_ON_READ): pending plans to execute, or ``hoodie.compact.inline.trigger.strategy`` over the
+  deltacommits since the last compaction (``hoodie.compact.inline.max.delta.commits``, ``...max.delta.seconds``),
+  as Hudi's ``ScheduleCompactionActionExecutor.needCompact``. A copy-on-write table (no deltacommit) never is.
+- ``log_compaction``: pending log-compaction plans to execute (scheduling one needs the log blocks: not cheap).
+- ``clean``: ``hoodie.clean.trigger.strategy`` NUM_COMMITS (``hoodie.clean.max.commits`` commits since the last
+  clean, as ``CleanPlanActionExecutor.needsCleaning``), and, for ``KEEP_LATEST_COMMITS``, more completed commits than
+  ``hoodie.cleaner.commits.retained`` (else the planner has no earliest commit to retain and nothing to clean);
+  ``KEEP_LATEST_BY_HOURS``: a commit older than ``hoodie.cleaner.hours.retained``. Pending cleans are due too.
+- ``archive``: more completed write commits on the active timeline than ``hoodie.keep.max.commits`` (the
+  archiver's ``HoodieTimelineArchiver.getInstantsToArchive`` trigger).
+
+The planners may still find nothing to do (a clean with no file to delete writes no instant): then the service's
+run is a no-op. ``overdue``: the trigger's measure over its threshold (1.0 = at the trigger).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lake_orchestration.fleet.config import FleetTable
+
+HOODIE_DIR = ".hoodie"
+PAIMON_SNAPSHOT_DIR = "snapshot"
+
+
+@dataclass(frozen=True)
+class Due:
+    """Whether a service is due on a table."""
+
+    needed: bool
+    """The service has work (as far as the cheap trigger can tell)."""
+    overdue: float = 0.0
+    """How far past its trigger, >= 0 (1.0: at the trigger; 2.0: twice the threshold)."""
+    reason: str = ""
+    """Why, for humans (``7 deltacommits since the last compaction >= 5``)."""
+
+
+NOT_DUE = Due(False, 0.0, "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableProbe:
+    """One tick's view of a table."""
+
+    name: str
+    """The table."""
+    fingerprint: str
+    """Hash of the listed names and sizes (pass it as ``previous`` next tick)."""
+    changed: bool
+    """False: the fingerprint equals ``previous`` and ``due`` is empty (nothing was judged)."""
+    due: Mapping[str, Due] = field(default_factory=dict)
+    """Service -> :class:`Due` (only when ``changed``)."""
+    error: str | None = None
+    """The listing failed (the table is skipped this tick, its fingerprint is empty)."""
+
+    def due_services(self) -> list[str]:
+        """The services with ``needed``, in the table's service order."""
+        return [s for s, d in self.due.items() if d.needed]
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """Plain values."""
+        return {
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "changed": self.changed,
+            "error": self.error,
+            "due": {s: {"needed": d.needed, "overdue": d.overdue, "reason": d.reason} for s, d in self.due.items()},
+        }
+
+
+def fingerprint(entries: Iterable[tuple[str, int]]) -> str:
+    """SHA-1 of ``name:size`` lines, sorted."""
+    h = hashlib.sha1(usedforsecurity=False)
+    for name, size in sorted(entries):
+        h.update(f"{name}:{size}\n".encode())
+    return h.hexdigest()
+
+
+def list_timeline(table: FleetTable, storage: Any = None) -> list[Any]:
+    """The one listing a probe makes: ``.hoodie/`` (Paimon: ``snapshot/``), non-recursive."""
+    storage = storage if storage is not None else table.storage()
+    sub = PAIMON_SNAPSHOT_DIR if table.format == "paimon" else HOODIE_DIR
+    return storage.list_dir(storage.join(sub))
+
+
+def probe(
+    table: FleetTable, *, previous: str | None = None, now: float | None = None, storage: Any = None
+) -> TableProbe:
+    """One listing of the table's timeline; the services due when it changed since ``previous``.
+
+    Args:
+        table: the table.
+        previous: the fingerprint of the table's previous probe (None: judge anyway).
+        now: epoch seconds for time-based triggers (default: now).
+        storage: a :class:`~lake_orchestration.io.storage.Storage` of the table to reuse (default: a new one).
+
+    A failing listing does not raise: the probe carries ``error`` and no due service.
+    """
+    from lake_orchestration.errors import LakeOrchestrationError
+
+    try:
+        if storage is None:
+            storage = table.storage()
+        entries = list_timeline(table, storage)
+    except (LakeOrchestrationError, OSError) as err:
+        return TableProbe(name=table.name, fingerprint="", changed=True, error=str(err))
+    fp = fingerprint((e.name, 0 if e.is_dir else e.size) for e in entries)
+    if previous is not None and fp == previous:
+        return TableProbe(name=table.name, fingerprint=fp, changed=False)
+    now = time.time() if now is None else now
+    try:
+        if table.format == "paimon":
+            due = _paimon_due(table)
+        else:
+            due = hudi_due([e.name for e in entries if not e.is_dir], table.options, now=now)
+    except (LakeOrchestrationError, OSError, ValueError) as err:
+        return TableProbe(name=table.name, fingerprint=fp, changed=True, error=str(err))
+    return TableProbe(name=table.name, fingerprint=fp, changed=True, due=due)
+
+
+def _instant_seconds(time_str: str) -> float:
+    from lake_orchestration.hudi.model.instant import InstantTime
+
+    # the instants' digits read as UTC (a LOCAL timeline is off by the UTC offset: a cheap trigger, not a clock)
+    return InstantTime(time_str).to_datetime("UTC").timestamp()
+
+
+def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) -> dict[str, Due]:
+    """The services due on a Hudi table from the file names of its ``.hoodie/`` and its options."""
+    from lake_orchestration.hudi.model.instant import Action
+    from lake_orchestration.hudi.model.timeline import Timeline
+    from lake_orchestration.hudi.services.archive.config import ArchiveConfig
+    from lake_orchestration.hudi.services.clean.config import CleanConfig, CleaningPolicy, CleaningTriggerStrategy
+    from lake_orchestration.hudi.services.compaction.config import CompactionConfig, TriggerStrategy
+
+    tl = Timeline.from_file_names(names, where=HOODIE_DIR)
+    completed = tl.completed()
+    due: dict[str, Due] = {}
+
+    # compaction
+    comp = CompactionConfig.from_options(dict(options))
+    pending_plans = list(tl.pending_compactions())
+    is_mor = bool(tl.with_actions(Action.DELTA_COMMIT)) or bool(tl.with_actions(Action.COMPACTION))
+    if pending_plans:
+        due["compaction"] = Due(True, float(len(pending_plans)), f"{len(pending_plans)} pending compaction plan(s)")
+    elif is_mor:
+        last = None
+        for i in tl:  # the latest compaction (completed as a commit on MOR, or requested/inflight)
+            if i.action in (Action.COMMIT, Action.COMPACTION) and (i.is_completed or i.action is Action.COMPACTION):
+                last = i.time
+        deltas = [i for i in completed.with_actions(Action.DELTA_COMMIT) if last is None or str(i.time) > str(last)]
+        n = len(deltas)
+        first = deltas[0].time if deltas else None
+        elapsed = (now - _instant_seconds(str(first))) if first else 0.0
+        by_num = n / comp.max_delta_commits if comp.max_delta_commits else (1.0 if n else 0.0)
+        by_time = elapsed / comp.max_delta_seconds if comp.max_delta_seconds else (1.0 if n else 0.0)
+        strategy = comp.trigger_strategy
+        if strategy is TriggerStrategy.TIME_ELAPSED:
+            overdue, why = by_time, f"{elapsed:.0f}s since the first deltacommit after the last compaction"
+        elif strategy is TriggerStrategy.NUM_OR_TIME:
+            overdue, why = max(by_num, by_time), f"{n} deltacommits or {elapsed:.0f}s since the last compaction"
+        elif strategy is TriggerStrategy.NUM_AND_TIME:
+            overdue, why = min(by_num, by_time), f"{n} deltacommits and {elapsed:.0f}s since the last compaction"
+        else:
+            overdue, why = by_num, f"{n} deltacommits since the last compaction (trigger {comp.max_delta_commits})"
+        due["compaction"] = Due(n > 0 and overdue >= 1.0, round(overdue, 3), why)
+    else:
+        due["compaction"] = Due(False, 0.0, "copy-on-write: no deltacommits")
+
+    # log compaction: only pending plans (scheduling one reads the log blocks)
+    pending_log = list(tl.pending_log_compactions())
+    due["log_compaction"] = Due(
+        bool(pending_log), float(len(pending_log)), f"{len(pending_log)} pending log-compaction plan(s)"
+    )
+
+    # clean
+    clean = CleanConfig.from_options(dict(options))
+    pending_cleans = [i for i in tl.with_actions(Action.CLEAN) if not i.is_completed]
+    commits = list(completed.with_actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT))
+    last_clean = completed.with_actions(Action.CLEAN).last()
+    since = [c for c in commits if last_clean is None or str(c.time) > str(last_clean.time)]
+    if pending_cleans:
+        due["clean"] = Due(True, float(len(pending_cleans)), f"{len(pending_cleans)} pending clean(s) to finish")
+    else:
+        by_trigger = len(since) / clean.max_commits
+        if clean.trigger_strategy is not CleaningTriggerStrategy.NUM_COMMITS:  # pragma: no cover - one strategy
+            by_trigger = 1.0 if since else 0.0
+        if clean.policy is CleaningPolicy.KEEP_LATEST_COMMITS:
+            eligible = len(commits) > clean.commits_retained
+            why = (
+                f"{len(since)} commits since the last clean, {len(commits)} completed > "
+                f"{clean.commits_retained} retained"
+                if eligible
+                else f"{len(commits)} completed commits <= {clean.commits_retained} retained"
+            )
+        elif clean.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
+            oldest = commits[0].time if commits else None
+            age = (now - _instant_seconds(str(oldest))) if oldest else 0.0
+            eligible = age > clean.hours_retained * 3600
+            why = f"oldest commit {age / 3600:.1f}h old (retain {clean.hours_retained}h)"
+        else:
+            eligible = bool(since)
+            why = f"{len(since)} commits since the last clean"
+        due["clean"] = Due(eligible and by_trigger >= 1.0, round(by_trigger if eligible else 0.0, 3), why)
+
+    # archive
+    arch = ArchiveConfig.from_options(dict(options))
+    write_commits = [i for i in completed if i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)]
+    n = len(write_commits)
+    due["archive"] = Due(
+        n > arch.max_commits,
+        round(n / arch.max_commits, 3) if arch.max_commits else 0.0,
+        f"{n} completed commits on the active timeline (hoodie.keep.max.commits {arch.max_commits})",
+    )
+    return due
+
+
+def _paimon_due(table: FleetTable) -> dict[str, Due]:
+    """Paimon compaction from the latest snapshot's levels (reads the snapshot and its manifests)."""
+    from lake_orchestration.paimon.health import paimon_table_health
+
+    h = paimon_table_health(table.open())
+    runs = h.max_sorted_runs
+    amp = h.pending_size_amplification_percent
+    by_runs = runs / h.compaction_trigger if h.compaction_trigger else 0.0
+    by_amp = amp / h.max_size_amplification_percent if h.max_size_amplification_percent else 0.0
+    overdue = max(by_runs, by_amp)
+    return {
+        "compaction": Due(
+            overdue >= 1.0 and runs > 1,
+            round(overdue, 3),
+            f"{runs} sorted runs (trigger {h.compaction_trigger}), size amplification {amp}% "
+            f"(max {h.max_size_amplification_percent}%)",
+        )
+    }
+
+
+def order(
+    probes: Iterable[TableProbe], tables: Iterable[FleetTable], *, budget: int, busy: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """``(table name, service)`` pairs to run now: the needed services by ``overdue x weight``, largest first (ties:
+    the table's service order, then the name), at most one per table (none for the tables in ``busy``), at most
+    ``budget`` pairs."""
+    weights = {t.name: t.policy.weight for t in tables}
+    services = {t.name: t.services for t in tables}
+    busy_set = set(busy)
+    cands: list[tuple[float, int, str, str]] = []
+    for p in probes:
+        if p.name in busy_set or p.name not in weights:
+            continue
+        for s, d in p.due.items():
+            if d.needed:
+                rank = services[p.name].index(s) if s in services[p.name] else 99
+                cands.append((-d.overdue * weights[p.name], rank, p.name, s))
+    cands.sort()
+    out: list[tuple[str, str]] = []
+    taken: set[str] = set()
+    for _score, _rank, name, service in cands:
+        if len(out) >= budget:
+            break
+        if name in taken:
+            continue
+        taken.add(name)
+        out.append((name, service))
+    return out
