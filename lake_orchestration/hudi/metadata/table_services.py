@@ -30,7 +30,9 @@ options, so it is read from the data table's ``hoodie.properties`` when set ther
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lake_orchestration.config.keys import HoodieKey
@@ -68,6 +70,12 @@ log = logging.getLogger(__name__)
 
 COMPACTION_SUFFIX = "001"
 """``HoodieTableMetadataUtil.createCompactionTimestamp``: the MDT compaction after deltacommit ``L`` is ``L001``."""
+CLEAN_SUFFIX = "002"
+"""``HoodieTableMetadataUtil.createCleanTimestamp``: the MDT clean after deltacommit ``L`` is ``L002``."""
+CLEAN_BUFFER_INSTANTS = 3
+"""``cleanIfNecessary``: completed MDT instants needed after the latest MDT compaction before an MDT clean."""
+METADATA_CLEANER_COMMITS_RETAINED = 20
+"""``HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED``: the MDT retains at least 20 commits."""
 MAX_DELTA_COMMITS_KEY = HoodieKey.METADATA_COMPACT_MAX_DELTA_COMMITS.key
 DEFAULT_MAX_DELTA_COMMITS = 10
 """``HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS`` default."""
@@ -109,9 +117,99 @@ def max_delta_commits(table: HudiTable) -> int:
     return value
 
 
+def metadata_write_options(table: HudiTable) -> dict[str, str]:
+    """The settings of the metadata table's own write client, as ``HoodieMetadataWriteUtils.createMetadataWriteConfig``
+    (Java 0.15) derives them from the data writer's: the data table's cleaner policy, its retention scaled by 1.2
+    (``hoodie.cleaner.commits.retained``: at least 20), ``hoodie.keep.min/max.commits`` plus one, a fresh clean
+    trigger (``hoodie.clean.max.commits`` 1) and the MDT compaction's ``hoodie.metadata.compact.max.delta.commits``
+    as its ``hoodie.compact.inline.max.delta.commits``. The data writer's settings are read from the data table's
+    ``hoodie.properties`` (this project's commit path has no write options), else Java's defaults.
+
+    Raises:
+        MetadataTableError: a setting in ``hoodie.properties`` that is not a number or a known policy.
+    """
+    raw = table.config.raw
+
+    def number(key: HoodieKey) -> int:
+        value = str(raw.get(key.key, key.default)).strip()
+        try:
+            return int(value)
+        except ValueError:
+            raise MetadataTableError(table.base_uri, f"{key.key}={value!r}: expected an integer") from None
+
+    policy = str(raw.get(HoodieKey.CLEANER_POLICY.key, HoodieKey.CLEANER_POLICY.default)).strip().upper()
+    out = {HoodieKey.CLEANER_POLICY.key: policy}
+    if policy == "KEEP_LATEST_COMMITS":
+        # (int) Math.max(DEFAULT_METADATA_CLEANER_COMMITS_RETAINED, retained * 1.2): Java's double arithmetic
+        out[HoodieKey.CLEANER_COMMITS_RETAINED.key] = str(
+            int(max(METADATA_CLEANER_COMMITS_RETAINED, number(HoodieKey.CLEANER_COMMITS_RETAINED) * 1.2))
+        )
+    elif policy == "KEEP_LATEST_FILE_VERSIONS":
+        out[HoodieKey.CLEANER_FILEVERSIONS_RETAINED.key] = str(
+            math.ceil(number(HoodieKey.CLEANER_FILEVERSIONS_RETAINED) * 1.2)
+        )
+    elif policy == "KEEP_LATEST_BY_HOURS":
+        out[HoodieKey.CLEANER_HOURS_RETAINED.key] = str(math.ceil(number(HoodieKey.CLEANER_HOURS_RETAINED) * 1.2))
+    else:
+        raise MetadataTableError(
+            table.base_uri,
+            f"{HoodieKey.CLEANER_POLICY.key}={policy!r}: expected KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or "
+            "KEEP_LATEST_BY_HOURS",
+        )
+    out[HoodieKey.KEEP_MIN_COMMITS.key] = str(number(HoodieKey.KEEP_MIN_COMMITS) + 1)
+    out[HoodieKey.KEEP_MAX_COMMITS.key] = str(number(HoodieKey.KEEP_MAX_COMMITS) + 1)
+    out[HoodieKey.COMPACT_MAX_DELTA_COMMITS.key] = str(max_delta_commits(table))
+    return out
+
+
+MetadataTableClean = Callable[[HudiTable, str, Mapping[str, str]], object]
+"""Cleans the metadata table (first argument) at the instant (second) with the settings (third, Hudi keys)."""
+MetadataTableArchive = Callable[[HudiTable, Mapping[str, str]], object]
+"""Archives the metadata table's timeline with the settings (Hudi keys)."""
+
+
+@dataclass
+class _Maintenance:
+    clean: MetadataTableClean | None = None
+    archive: MetadataTableArchive | None = None
+
+
+_MAINTENANCE = _Maintenance()
+
+
+def register_metadata_table_maintenance(*, clean: MetadataTableClean, archive: MetadataTableArchive) -> None:
+    """Install the cleaner and archiver the MDT's table services run (the project's clean and archive services,
+    :mod:`lake_orchestration.hudi.services.metadata_table`, which registers them on import: the commit path sits
+    below the services layer, so it calls them through this hook)."""
+    _MAINTENANCE.clean = clean
+    _MAINTENANCE.archive = archive
+
+
+def _maintenance() -> _Maintenance:
+    if _MAINTENANCE.clean is None or _MAINTENANCE.archive is None:
+        # the package's root imports the registering module; a process that got here without it is misassembled
+        raise MetadataTableError(
+            "lake_orchestration.hudi.services.metadata_table",
+            "the metadata table's clean and archive are not registered: import lake_orchestration first",
+        )
+    return _MAINTENANCE
+
+
+def clean_is_due(mdt: HudiTable) -> bool:
+    """``cleanIfNecessary``'s guard: no MDT clean until 3 instants completed on the MDT after its latest compaction
+    (a reader that opened the replaced slice's logs before the compaction must not lose them); with no compaction
+    yet, always."""
+    last = mdt.timeline.completed().with_actions(Action.COMMIT, Action.REPLACE_COMMIT).last
+    if last is None:
+        return True
+    return sum(1 for i in mdt.timeline.completed() if str(i.time) > str(last.time)) >= CLEAN_BUFFER_INSTANTS
+
+
 def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[MetadataCompaction]:
-    """Finish a pending MDT compaction, then compact the MDT when Java would (module docstring). Call under the
-    data table's lock, before the MDT deltacommit of the action about to complete. Returns what was compacted."""
+    """Java's ``performTableServices`` on the MDT (module docstring): finish a pending MDT compaction; then, with a
+    completed MDT deltacommit ``L``: clean at ``L002`` when due, compact at ``L001`` when due, archive. Call under
+    the data table's lock, before the MDT deltacommit of the action about to complete. Returns what was compacted."""
+    maintenance = _maintenance()
     done: list[MetadataCompaction] = []
     for pending in sorted(mdt.refresh().timeline.pending(), key=lambda i: str(i.time)):
         if pending.action is Action.COMPACTION:
@@ -122,6 +220,20 @@ def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[Metada
     if latest is None:
         return done
     latest_time = str(latest.time)
+    options = metadata_write_options(table)
+    if clean_is_due(mdt):
+        maintenance.clean(mdt, latest_time + CLEAN_SUFFIX, options)
+        mdt.refresh()
+    compaction = _compact_if_necessary(table, mdt, latest_time)
+    if compaction is not None:
+        done.append(compaction)
+    maintenance.archive(mdt, options)
+    mdt.refresh()
+    return done
+
+
+def _compact_if_necessary(table: HudiTable, mdt: HudiTable, latest_time: str) -> MetadataCompaction | None:
+    """``validateTimelineBeforeSchedulingCompaction`` then ``compactIfNecessary``."""
     # a pending rollback too, whatever its time: it deletes its target's timeline files before it completes, so
     # its target (with an MDT deltacommit at or before L) may no longer show as pending (Java finishes failed
     # writes' rollbacks before performTableServices)
@@ -134,12 +246,12 @@ def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[Metada
             latest_time,
             [i.file_name for i in blocking],
         )
-        return done
+        return None
     if any(i.action in (Action.COMPACTION, Action.LOG_COMPACTION) for i in mdt.timeline.pending()):
-        return done
+        return None
     compaction_time = latest_time + COMPACTION_SUFFIX
     if any(str(i.time) == compaction_time for i in mdt.timeline.instants):
-        return done  # "Compaction with same time is already present in the timeline"
+        return None  # "Compaction with same time is already present in the timeline"
     last_compaction = mdt.timeline.completed().with_actions(Action.COMMIT).last
     since = [
         i
@@ -147,10 +259,9 @@ def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[Metada
         if last_compaction is None or str(i.time) > str(last_compaction.time)
     ]
     if len(since) < max_delta_commits(table):
-        return done
+        return None
     _schedule(mdt, compaction_time)
-    done.append(_execute(mdt, compaction_time))
-    return done
+    return _execute(mdt, compaction_time)
 
 
 def _schedule(mdt: HudiTable, compaction_time: str) -> Instant:
@@ -294,4 +405,12 @@ def base_hfile(records: list[MetadataRecord], file_name: str) -> bytes:
     return writer.finish()
 
 
-__all__ = ["MetadataCompaction", "base_hfile", "max_delta_commits", "run_metadata_table_services"]
+__all__ = [
+    "MetadataCompaction",
+    "base_hfile",
+    "clean_is_due",
+    "max_delta_commits",
+    "metadata_write_options",
+    "register_metadata_table_maintenance",
+    "run_metadata_table_services",
+]

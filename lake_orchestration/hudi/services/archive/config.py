@@ -70,8 +70,10 @@ class ArchiveConfig:
         """
         return cls.from_options(None, table_properties=table_properties)
 
-    def validate(self) -> None:
+    def validate(self, *, strict_retained: bool = True) -> None:
         """The checks of ``HoodieWriteConfig.Builder.validate`` (0.14/0.15) that concern archival.
+        ``strict_retained=False``: ``hoodie.keep.min.commits`` <= ``hoodie.cleaner.commits.retained`` is only logged,
+        as Java 0.15 does (the archiver adjusts to the cleaner: :func:`.planner.min_and_max_to_keep`).
 
         Raises:
             InvalidOptionError: ``hoodie.keep.max.commits`` <= ``hoodie.keep.min.commits``, or
@@ -83,7 +85,7 @@ class ArchiveConfig:
                 f"Increase {HoodieKey.KEEP_MAX_COMMITS.key}={self.max_commits} to be greater than "
                 f"{HoodieKey.KEEP_MIN_COMMITS.key}={self.min_commits}."
             )
-        if self.min_commits <= self.cleaner_commits_retained:
+        if self.min_commits <= self.cleaner_commits_retained and strict_retained:
             raise InvalidOptionError(
                 f"Increase {HoodieKey.KEEP_MIN_COMMITS.key}={self.min_commits} to be greater than "
                 f"{HoodieKey.CLEANER_COMMITS_RETAINED.key}={self.cleaner_commits_retained}. Otherwise, there is "

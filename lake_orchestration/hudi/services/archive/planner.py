@@ -191,6 +191,32 @@ def metadata_table_compaction_bound(table: HudiTable) -> tuple[bool, str | None]
     return True, (str(last.time) if last else None)
 
 
+def data_table_of(table: HudiTable) -> HudiTable | None:
+    """The data table when ``table`` is a metadata table (``<base>/.hoodie/metadata``), else None."""
+    suffix = f"/.hoodie/{METADATA_TABLE_DIR}"
+    uri = table.base_uri.rstrip("/")
+    if not uri.endswith(suffix):
+        return None
+    return HudiTable(uri[: -len(suffix)], storage_options=table.storage.options)
+
+
+def metadata_archival_bound(data: HudiTable, *, archive_beyond_savepoint: bool) -> InstantTime | None:
+    """``TimelineUtils.getEarliestInstantForMetadataArchival``: the metadata table archives nothing at or after the
+    data table's first active commit (commit, deltacommit, replacecommit, any state; with
+    ``hoodie.archive.beyond.savepoint`` the first one not savepointed) nor its first pending instant (any action):
+    the MDT's rollback of a data instant needs that instant's MDT deltacommit active."""
+    timeline = data.refresh().timeline
+    commits = timeline.with_actions(*COMMIT_ACTIONS)
+    if archive_beyond_savepoint:
+        saved = timeline.with_actions(Action.SAVEPOINT).times()
+        earliest_commit = next((i for i in commits if i.time not in saved), None)
+    else:
+        earliest_commit = commits.first
+    earliest_pending = timeline.pending().first
+    candidates = [i.time for i in (earliest_commit, earliest_pending) if i is not None]
+    return min(candidates) if candidates else None
+
+
 def _clean_and_rollback_to_archive(timeline: Timeline, lo: int, hi: int) -> list[Instant]:
     out: list[Instant] = []
     for action in (Action.CLEAN, Action.ROLLBACK):
@@ -261,6 +287,11 @@ def plan_archive(table: HudiTable, config: ArchiveConfig, *, refresh: bool = Tru
             chosen = []
         else:
             chosen = [i for i in chosen if i.time < mdt_compaction]
+    data = data_table_of(table)
+    if data is not None and chosen:
+        bound = metadata_archival_bound(data, archive_beyond_savepoint=config.archive_beyond_savepoint)
+        if bound is not None:
+            chosen = [i for i in chosen if i.time < bound]
     files = expand_state_files(chosen, raw_instants(table))
     return ArchivePlan(
         instants=tuple(chosen),

@@ -88,6 +88,7 @@ def run_archive(
     config: ArchiveConfig | None = None,
     *,
     dry_run: bool = False,
+    strict_retained: bool = True,
     _crash_at: CrashHook | None = None,
 ) -> ArchiveResult:
     """Archive what Hudi's rules allow, verify the archive file, then remove the instants from the active timeline.
@@ -97,6 +98,8 @@ def run_archive(
         config: The settings; None = :meth:`ArchiveConfig.for_table` (``hoodie.properties`` over Hudi's defaults).
             Build one from Hudi keys with ``ArchiveConfig.from_options(options, table_properties=table.config.raw)``.
         dry_run: Only compute what would be archived, repaired and merged; write and delete nothing.
+        strict_retained: Refuse ``hoodie.keep.min.commits`` <= ``hoodie.cleaner.commits.retained`` (False: only warn,
+            as Java 0.15 does; the metadata table's archival, whose settings Java derives that way).
         _crash_at: Test hook called with each stage name (raise from it to simulate a crash).
 
     Returns:
@@ -117,7 +120,7 @@ def run_archive(
         '.commits_.archive.1_1-0-1'
     """
     config = config or ArchiveConfig.for_table(table.config.raw)
-    config.validate()
+    config.validate(strict_retained=strict_retained)
     # The whole run, merge included, holds the table lock: two archivals at once would archive the same instants
     # twice, and one's merge recovery would take the other's live merge plan for a crashed one.
     with nullcontext() if dry_run else table_lock(table, operation="archive", config=config.lock):
