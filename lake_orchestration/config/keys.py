@@ -216,6 +216,38 @@ class HoodieKey(enum.Enum):
         "only writes whose heartbeat expired). `lake-orch rollback --stale` follows heartbeats either way; LAZY, "
         "like multi-writer mode, lets compaction be scheduled beside pending writes (Java's rule).",
     )
+    # -- incremental query (DataSourceReadOptions, HoodieCommonConfig) ----------------------------------------------
+    QUERY_TYPE = (
+        "hoodie.datasource.query.type",
+        "snapshot",
+        "snapshot or incremental (read_optimized is not offered by `lake-orch read`). incremental: the records whose "
+        "_hoodie_commit_time is in (begin, end], each at its latest version in the range (docs/incremental.md).",
+    )
+    READ_BEGIN_INSTANTTIME = (
+        "hoodie.datasource.read.begin.instanttime",
+        None,
+        "Incremental query: exclusive lower bound, an instant time (need not be on the timeline; 0 = from the start). "
+        "With hoodie.read.timeline.holes.resolution.policy=USE_TRANSITION_TIME it bounds completion times.",
+    )
+    READ_END_INSTANTTIME = (
+        "hoodie.datasource.read.end.instanttime",
+        None,
+        "Incremental query: inclusive upper bound (default: the latest completed commit).",
+    )
+    READ_INCR_FALLBACK_FULLTABLESCAN = (
+        "hoodie.datasource.read.incr.fallback.fulltablescan.enable",
+        "false",
+        "Incremental query: when the begin instant precedes the active timeline or a file of the range was cleaned, "
+        "read the latest snapshot filtered by _hoodie_commit_time instead of failing.",
+    )
+    READ_TIMELINE_HOLES_RESOLUTION_POLICY = (
+        "hoodie.read.timeline.holes.resolution.policy",
+        "FAIL",
+        "Incremental query with a hollow commit (a pending commit older than a completed one): FAIL, BLOCK (read "
+        "only up to the hollow commit) or USE_TRANSITION_TIME (range on completion times).",
+        (),
+        ("hoodie.datasource.read.handle.hollow.commit",),
+    )
     # -- bootstrap (HoodieBootstrapConfig) ---------------------------------------------------------------------------
     BOOTSTRAP_MODE_SELECTOR = (
         "hoodie.bootstrap.mode.selector",
