@@ -17,6 +17,7 @@ import click
 from lake_orchestration.cli.commands.bootstrap import bootstrap_cmd
 from lake_orchestration.cli.commands.compaction import compaction_group, log_compaction_group
 from lake_orchestration.cli.commands.demo import demo_cmd
+from lake_orchestration.cli.commands.fleet import fleet_group
 from lake_orchestration.cli.commands.inspect import fsview_group, read_cmd, table_group, timeline_group
 from lake_orchestration.cli.commands.maintenance import archive_cmd, clean_cmd, rollback_cmd, savepoint_group
 from lake_orchestration.cli.commands.paimon import paimon_group
@@ -83,6 +84,7 @@ for command in (
     bootstrap_cmd,
     demo_cmd,
     paimon_group,
+    fleet_group,
 ):
     cli.add_command(command)
 

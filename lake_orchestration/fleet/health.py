@@ -148,7 +148,7 @@ def _hudi_row(table: FleetTable, now: float) -> TableHealthRow:
     tl = t.timeline
     completed = tl.completed()
     writes = list(completed.with_actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT))
-    last_clean = completed.with_actions(Action.CLEAN).last()
+    last_clean = completed.with_actions(Action.CLEAN).last
     lag = sum(1 for c in writes if last_clean is None or str(c.time) > str(last_clean.time))
     mdt_lag = 0
     if t.metadata_table_exists():

@@ -188,7 +188,7 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
     clean = CleanConfig.from_options(dict(options))
     pending_cleans = [i for i in tl.with_actions(Action.CLEAN) if not i.is_completed]
     commits = list(completed.with_actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT))
-    last_clean = completed.with_actions(Action.CLEAN).last()
+    last_clean = completed.with_actions(Action.CLEAN).last
     since = [c for c in commits if last_clean is None or str(c.time) > str(last_clean.time)]
     if pending_cleans:
         due["clean"] = Due(True, float(len(pending_cleans)), f"{len(pending_cleans)} pending clean(s) to finish")
@@ -197,13 +197,7 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
         if clean.trigger_strategy is not CleaningTriggerStrategy.NUM_COMMITS:  # pragma: no cover - one strategy
             by_trigger = 1.0 if since else 0.0
         if clean.policy is CleaningPolicy.KEEP_LATEST_COMMITS:
-            eligible = len(commits) > clean.commits_retained
-            why = (
-                f"{len(since)} commits since the last clean, {len(commits)} completed > "
-                f"{clean.commits_retained} retained"
-                if eligible
-                else f"{len(commits)} completed commits <= {clean.commits_retained} retained"
-            )
+            eligible, why = _keep_latest_commits_work(tl, clean, last_clean, len(since))
         elif clean.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
             oldest = commits[0].time if commits else None
             age = (now - _instant_seconds(str(oldest))) if oldest else 0.0
@@ -224,6 +218,48 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
         f"{n} completed commits on the active timeline (hoodie.keep.max.commits {arch.max_commits})",
     )
     return due
+
+
+def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) -> tuple[bool, str]:
+    """Whether a ``KEEP_LATEST_COMMITS`` clean has a file slice to delete, from the timeline alone.
+
+    The cleaner deletes a slice when a newer slice of its file group has a base instant before the earliest commit
+    to retain (ECTR; Hudi's ``CleanPlanner.getFilesToCleanKeepingLatestCommits`` keeps every slice at or after the
+    ECTR and the last one before it). New slices of existing file groups come from ``commit`` and ``replacecommit``
+    instants (a copy-on-write write, a compaction, a clustering); a merge-on-read deltacommit only adds log files.
+    So there is work when such an instant lies between the ECTR of the last clean (computed as the cleaner did, over
+    the instants before it) and today's ECTR (the cleaner's own ``earliest_commit_to_retain``);
+    without a clean, any such instant but the table's first write.
+    """
+    from lake_orchestration.hudi.model.instant import Action
+    from lake_orchestration.hudi.model.timeline import Timeline
+    from lake_orchestration.hudi.services.clean import earliest_commit_to_retain
+
+    ectr = earliest_commit_to_retain(tl, clean)
+    if ectr is None:
+        return (
+            False,
+            f"{len(tl.completed_commits())} completed commits: none older than the {clean.commits_retained} retained",
+        )
+    if last_clean is not None:
+        before = Timeline.of(i for i in tl if str(i.time) < str(last_clean.time))
+        prev = earliest_commit_to_retain(before, clean)
+        low = str(prev.time) if prev is not None else ""
+    else:
+        first = tl.completed_commits().first
+        low = str(first.time) + "~" if first is not None else ""  # after the first write (it supersedes nothing)
+    slices = [
+        i
+        for i in tl.completed().with_actions(Action.COMMIT, Action.REPLACE_COMMIT)
+        if low <= str(i.time) < str(ectr.time)
+    ]
+    if not slices:
+        return (
+            False,
+            f"no new file slice before the earliest commit to retain {ectr.time} "
+            f"({since} commits since the last clean)",
+        )
+    return True, f"{len(slices)} commit(s) wrote newer file slices before the earliest commit to retain {ectr.time}"
 
 
 def _paimon_due(table: FleetTable) -> dict[str, Due]:
