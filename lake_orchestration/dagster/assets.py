@@ -28,7 +28,6 @@ from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_o
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.services.compaction import (
-    CompactionConfig,
     CompactionResult,
     CompactionTotals,
     PlanRun,
@@ -57,7 +56,10 @@ def log_health(
 ) -> None:
     """Record the health of ``table`` as an observation of ``hudi/<t>`` after a service step (the table listed
     again first: the step changed it). A failure to measure is a warning, never the step's failure (the service's
-    work is done)."""
+    work is done). Nothing when the translator's ``observe_health`` is off (the fleet model: its tables have no
+    asset of their own; the fleet health asset records them)."""
+    if not translator.observe_health:
+        return
     try:
         context.log_event(health_observation(cfg, translator, table.refresh(), source=context.op.name))
     except Exception as err:  # the health is a side record; the step's work is done
@@ -199,6 +201,58 @@ def no_pending_plan_error(
     )
 
 
+def execute_plan_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, instant: str
+) -> ExecutedPlan:
+    """The compaction's ``execute_plan`` step on plan ``instant`` of ``cfg`` (one body for a table's op and the
+    fleet's): claims the plan, writes the new base files; a committed plan is a no-op."""
+    from lake_orchestration.errors import InstantNotFoundError
+
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        try:
+            # a committed plan is the core's no-op; a plan another process (a second deployment, the CLI)
+            # executes is skipped: it will commit it
+            with progress_in_run_log(context, spark):
+                executed = execute_compaction_plan(
+                    table, instant, config=cfg.compaction_config(), engine=table_engine(cfg.engine, spark)
+                )
+        except InstantNotFoundError as err:
+            raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
+    if executed.already_committed:
+        context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
+    elif executed.skipped:
+        context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {executed.skipped}")
+    else:
+        assert executed.execution is not None
+        context.add_output_metadata(execution_metadata(executed.execution))
+    return executed
+
+
+def commit_plan_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, executed: ExecutedPlan
+) -> dg.Output[None]:
+    """The compaction's ``commit`` step: writes only ``<instant>.commit`` from the executed plan's write stats."""
+    instant = executed.instant
+    if executed.execution is None:  # the core's no-op: committed before, or another process's
+        md: dict[str, Any] = {"table": cfg.name, "instant": instant}
+        md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
+        return dg.Output(None, metadata=md)
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        result = commit_compaction_plan(table, executed, config=cfg.compaction_config()).result
+    assert result is not None
+    if result.already_committed:
+        context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
+    log_health(context, cfg, translator, table)
+    return dg.Output(
+        None,
+        metadata={"table": dg.MetadataValue.text(cfg.name)}
+        | compaction_metadata(result, timezone=table.config.timeline_timezone),
+    )
+
+
 def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>/compaction``: materializing partition ``<instant>`` runs the graph ``execute_plan`` -> ``commit``.
 
@@ -207,10 +261,6 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     stats. ``commit`` writes only ``<instant>.commit`` from them. Each op has the table's retry policy: a failed
     commit is retried alone (the plan is not executed again), and a committed plan makes both a no-op.
     """
-    from lake_orchestration.errors import InstantNotFoundError
-
-    def compaction_config() -> CompactionConfig:
-        return cfg.compaction_config()
 
     @table_op(
         cfg,
@@ -222,27 +272,7 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
         description=f"Execute-plan: write the new base files of a compaction plan of {cfg.name}",
     )
     def execute_plan_op(context: dg.OpExecutionContext) -> ExecutedPlan:
-        instant = context.partition_key
-        with hudi_step(cfg, instant=instant) as step:
-            table = step.open_table()
-            spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-            try:
-                # a committed plan is the core's no-op; a plan another process (a second deployment, the CLI)
-                # executes is skipped: it will commit it
-                with progress_in_run_log(context, spark):
-                    executed = execute_compaction_plan(
-                        table, instant, config=compaction_config(), engine=table_engine(cfg.engine, spark)
-                    )
-            except InstantNotFoundError as err:
-                raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
-        if executed.already_committed:
-            context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
-        elif executed.skipped:
-            context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {executed.skipped}")
-        else:
-            assert executed.execution is not None
-            context.add_output_metadata(execution_metadata(executed.execution))
-        return executed
+        return execute_plan_step(context, cfg, translator, context.partition_key)
 
     @table_op(
         cfg,
@@ -252,19 +282,7 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
         description=f"Commit: write <instant>.commit of an executed compaction plan of {cfg.name}",
     )
     def commit_op(context: dg.OpExecutionContext, executed: ExecutedPlan) -> dg.Output[None]:
-        instant = executed.instant
-        if executed.execution is None:  # the core's no-op: committed before, or another process's
-            md: dict[str, Any] = {"instant": instant}
-            md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
-            return dg.Output(None, metadata=md)
-        with hudi_step(cfg, instant=instant) as step:
-            table = step.open_table()
-            result = commit_compaction_plan(table, executed, config=compaction_config()).result
-        assert result is not None
-        if result.already_committed:
-            context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
-        log_health(context, cfg, translator, table)
-        return dg.Output(None, metadata=compaction_metadata(result, timezone=table.config.timeline_timezone))
+        return commit_plan_step(context, cfg, translator, executed)
 
     key = translator.get_compaction_asset_key(cfg)
 

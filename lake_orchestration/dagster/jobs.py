@@ -51,6 +51,214 @@ def _dry(config: MaintenanceRunConfig, table_default: bool) -> bool:
     return table_default if config.dry_run is None else config.dry_run
 
 
+# -- the bodies of the service steps: one implementation, called by a table's ops (``<t>__clean_plan_op`` ...) and by
+# the fleet's shared ops (``fleet__clean_plan_op`` ..., :mod:`lake_orchestration.dagster.fleet`), which resolve the
+# table of the run first. ``translator`` decides the names the bodies log and whether they observe ``hudi/<t>``.
+
+
+def schedule_compaction_step(
+    context: dg.OpExecutionContext,
+    cfg: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    *,
+    partitions_def: str,
+    partition_key: Any,
+    asset: str,
+) -> None:
+    """Schedule-plan on ``cfg`` (Hudi's trigger decides); a new plan ``i`` is registered at once as the partition
+    ``partition_key(i)`` of ``partitions_def`` (of the asset ``asset``), then the table's health is observed."""
+    from lake_orchestration.hudi.services.compaction import schedule_compaction
+
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        r = schedule_compaction(table, config=cfg.compaction_config())
+    context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
+    key = partition_key(str(r.instant)) if r.instant is not None else ""
+    if r.instant is not None:
+        # after the plan file exists (the sync sensor reads the partitions before the timeline)
+        context.instance.add_dynamic_partitions(partitions_def, [key])
+        context.log.info(f"{cfg.name}: plan {r.instant} is the partition {key} of {asset}: backfill it to run it")
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "scheduled": r.scheduled,
+            "instant": str(r.instant or ""),
+            "reason": r.reason,
+            "partition": f"{asset}[{key}]" if key else "",
+        }
+    )
+    log_health(context, cfg, translator, table)
+
+
+def rollback_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, config: RollbackConfig
+) -> None:
+    """Roll back ``config.instant_time`` on ``cfg``, or every stale pending write."""
+    from lake_orchestration.hudi.services.rollback import rollback_instant, rollback_stale_writes
+
+    with hudi_step(cfg, instant=config.instant_time) as step:
+        table = step.open_table()
+        # hoodie.metadata.enable=false among the options lets a metadata table go
+        rollback = cfg.rollback_config()
+        if config.instant_time:
+            # the core routes it: a pending rollback is removed, any other pending write rolled back
+            done = [
+                (
+                    config.instant_time,
+                    rollback_instant(table, config.instant_time, dry_run=config.dry_run, config=rollback),
+                )
+            ]
+        else:
+            done = [
+                (str(s.instant.time), r)
+                for s, r in rollback_stale_writes(
+                    table,  # judged by the heartbeat settings of ``rollback`` (hoodie.client.heartbeat.*)
+                    timeout_s=cfg.inflight_timeout_seconds,
+                    dry_run=config.dry_run,
+                    config=rollback,
+                )
+            ]
+    for inst, r in done:
+        context.log.info(f"{cfg.name}: rolled back {inst}: {r}")
+    context.add_output_metadata({"rolled_back": [inst for inst, _ in done], "dry_run": config.dry_run})
+    if done and not config.dry_run:
+        log_health(context, cfg, translator, table)
+
+
+def clean_plan_step(context: dg.OpExecutionContext, cfg: HudiTableConfig, config: MaintenanceRunConfig) -> Any:
+    """The clean's ``plan`` step (:func:`~lake_orchestration.hudi.services.clean.plan_cleans`): ``CleanPlans``."""
+    from lake_orchestration.hudi.services.clean import plan_cleans
+
+    dry = _dry(config, cfg.clean_dry_run)
+    with hudi_step(cfg) as step:
+        planned = plan_cleans(step.open_table(), cfg.clean_config(), dry_run=dry)
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "dry_run": dry,
+            "instants": list(planned.instants),
+            "files_planned": dg.MetadataValue.int(planned.file_count),
+            "reason": planned.reason,
+        }
+    )
+    return planned
+
+
+def clean_execute_step(context: dg.OpExecutionContext, cfg: HudiTableConfig, planned: Any) -> Any:
+    """The clean's ``execute`` step: deletes the planned files (``CleanExecutions``)."""
+    from lake_orchestration.hudi.services.clean import CleanExecutions, execute_cleans
+
+    if planned.dry_run or not planned.files_by_instant:
+        return CleanExecutions(plans=planned)
+    spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+    with hudi_step(cfg) as step:
+        executed = execute_cleans(
+            step.open_table(),
+            planned,
+            engine=table_engine(cfg.engine, spark),
+            config=cfg.clean_config(),
+            on_instant=lambda i: setattr(step, "instant", i),
+        )
+    for instant in executed.skipped:
+        context.log.warning(f"Skipping clean {instant} of {cfg.name}: another process is executing it")
+    context.add_output_metadata(
+        {
+            "instants": [e.instant for e in executed.executions],
+            "files_deleted": dg.MetadataValue.int(sum(e.metadata.total_files_deleted for e in executed.executions)),
+            "skipped": list(executed.skipped),
+        }
+    )
+    return executed
+
+
+def clean_commit_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, executed: Any
+) -> None:
+    """The clean's ``commit`` step: the completed ``.clean`` of each clean, then abandoned temp files removed."""
+    from lake_orchestration.hudi.services.clean import commit_cleans
+
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        r = commit_cleans(table, executed, config=cfg.clean_config(), on_instant=lambda i: setattr(step, "instant", i))
+    dry = r.dry_run
+    context.log.info(
+        f"{cfg.name}: clean {list(r.instants) or 'none'} {'would delete' if dry else 'deleted'} "
+        f"{r.file_count if dry else r.deleted} file(s); {r.reason}"
+    )
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "dry_run": dry,
+            "instants": list(r.instants),
+            "earliest_commit_to_retain": r.earliest_commit_to_retain or "",
+            "policy": r.policy,
+            "files_planned": dg.MetadataValue.int(r.file_count),
+            "files_deleted": dg.MetadataValue.int(r.deleted),
+            "files_failed": dg.MetadataValue.int(r.failed),
+            "partitions": dg.MetadataValue.int(len(r.files)),
+            "temp_files_removed": dg.MetadataValue.int(len(r.temp_files)),
+            "reason": r.reason,
+            "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(r.files.items())[:50]}),
+        }
+    )
+    if not dry and (executed.executions or r.temp_files):
+        log_health(context, cfg, translator, table)
+
+
+def archive_step(context: dg.OpExecutionContext, cfg: HudiTableConfig, config: MaintenanceRunConfig) -> bool:
+    """Archive (the merge is :func:`merge_archive_files_step`'s); returns whether it was a dry run."""
+    from lake_orchestration.hudi.services.archive import run_archive
+
+    dry = _dry(config, cfg.archive_dry_run)
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        res = run_archive(table, cfg.archive_config(table.config.raw, merge_enable=False), dry_run=dry)
+    context.log.info(
+        f"{cfg.name}: {'would archive' if dry else 'archived'} {len(res.archived_instants)} instant(s)"
+        + (f" into {res.archive_file}" if res.archive_file else "")
+    )
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "dry_run": dry,
+            "archived_instants": dg.MetadataValue.int(len(res.archived_instants)),
+            "first_archived": str(res.archived_instants[0].time) if res.archived_instants else "",
+            "last_archived": str(res.archived_instants[-1].time) if res.archived_instants else "",
+            "archive_file": res.archive_file or "",
+            "timeline_files_deleted": dg.MetadataValue.int(len(res.deleted_files)),
+            "repaired_files": dg.MetadataValue.int(len(res.repaired_files)),
+            "keep_min_max": f"{res.min_instants_to_keep}/{res.max_instants_to_keep}",
+        }
+    )
+    return dry
+
+
+def merge_archive_files_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, dry: bool
+) -> None:
+    """Merge small archive files (``hoodie.archive.merge.*``)."""
+    from lake_orchestration.hudi.services.archive import merge_archive_files
+
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        m = merge_archive_files(table, cfg.archive_config(table.config.raw), dry_run=dry)
+    context.log.info(
+        f"{cfg.name}: merge of small archive files: "
+        + (f"{len(m.candidates)} file(s) into {m.merged_file}" if m.merged_file else "nothing to merge")
+        + (f" (recovered a crashed merge: {m.recovered})" if m.recovered else "")
+    )
+    context.add_output_metadata(
+        {
+            "dry_run": dry,
+            "candidates": dg.MetadataValue.int(len(m.candidates)),
+            "merged_file": m.merged_file or "",
+            "recovered": m.recovered or "",
+        }
+    )
+    if not dry:
+        log_health(context, cfg, translator, table)
+
+
 def build_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> Any:
     """``<t>__compaction``: the asset job of ``hudi/<t>/compaction`` (one run per partition, i.e. per plan)."""
     asset = translator.get_compaction_asset_key(cfg).to_user_string()
@@ -69,7 +277,6 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
     """``<t>__schedule_compaction``: schedule-plan; a new plan is registered at once as a partition of
     ``hudi/<t>/compaction`` (so *Materialize -> Missing* offers it) and the table's health is observed."""
     from lake_orchestration.dagster.assets import compaction_partitions
-    from lake_orchestration.hudi.services.compaction import schedule_compaction
 
     parts = compaction_partitions(cfg, translator)
     asset = translator.get_compaction_asset_key(cfg).to_user_string()
@@ -82,23 +289,7 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
         description=f"Schedule a compaction plan of {cfg.name} if Hudi's trigger fires; register it as a partition",
     )
     def schedule_op(context: dg.OpExecutionContext) -> None:
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            r = schedule_compaction(table, config=cfg.compaction_config())
-        context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
-        if r.instant is not None:
-            # after the plan file exists (the sync sensor reads the partitions before the timeline)
-            context.instance.add_dynamic_partitions(parts.name, [str(r.instant)])
-            context.log.info(f"{cfg.name}: plan {r.instant} is a partition of {asset}: backfill it to run it")
-        context.add_output_metadata(
-            {
-                "scheduled": r.scheduled,
-                "instant": str(r.instant or ""),
-                "reason": r.reason,
-                "partition": f"{asset}[{r.instant}]" if r.instant else "",
-            }
-        )
-        log_health(context, cfg, translator, table)
+        schedule_compaction_step(context, cfg, translator, partitions_def=parts.name, partition_key=str, asset=asset)
 
     @dg.job(
         name=translator.get_job_name(cfg, "schedule_compaction"),
@@ -116,37 +307,10 @@ def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiT
 
 def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__rollback``: roll back ``instant_time``, or every stale pending write."""
-    from lake_orchestration.hudi.services.rollback import rollback_instant, rollback_stale_writes
 
     @table_op(cfg, translator, "rollback", "rollback")
     def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
-        with hudi_step(cfg, instant=config.instant_time) as step:
-            table = step.open_table()
-            # hoodie.metadata.enable=false among the options lets a metadata table go
-            rollback = cfg.rollback_config()
-            if config.instant_time:
-                # the core routes it: a pending rollback is removed, any other pending write rolled back
-                done = [
-                    (
-                        config.instant_time,
-                        rollback_instant(table, config.instant_time, dry_run=config.dry_run, config=rollback),
-                    )
-                ]
-            else:
-                done = [
-                    (str(s.instant.time), r)
-                    for s, r in rollback_stale_writes(
-                        table,  # judged by the heartbeat settings of ``rollback`` (hoodie.client.heartbeat.*)
-                        timeout_s=cfg.inflight_timeout_seconds,
-                        dry_run=config.dry_run,
-                        config=rollback,
-                    )
-                ]
-        for inst, r in done:
-            context.log.info(f"{cfg.name}: rolled back {inst}: {r}")
-        context.add_output_metadata({"rolled_back": [inst for inst, _ in done], "dry_run": config.dry_run})
-        if done and not config.dry_run:
-            log_health(context, cfg, translator, table)
+        rollback_step(context, cfg, translator, config)
 
     @dg.job(
         name=translator.get_job_name(cfg, "rollback"),
@@ -241,82 +405,19 @@ def build_clean_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> 
     and leaves each clean inflight; ``commit`` writes the completed ``.clean`` of each, then removes abandoned temp
     files. A dry run plans without writing and deletes nothing.
     """
-    from lake_orchestration.hudi.services.clean import (
-        CleanExecutions,
-        CleanPlans,
-        commit_cleans,
-        execute_cleans,
-        plan_cleans,
-    )
+    from lake_orchestration.hudi.services.clean import CleanExecutions, CleanPlans
 
     @table_op(cfg, translator, "clean_plan", "clean")
     def plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> CleanPlans:
-        dry = _dry(config, cfg.clean_dry_run)
-        with hudi_step(cfg) as step:
-            planned = plan_cleans(step.open_table(), cfg.clean_config(), dry_run=dry)
-        context.add_output_metadata(
-            {
-                "dry_run": dry,
-                "instants": list(planned.instants),
-                "files_planned": dg.MetadataValue.int(planned.file_count),
-                "reason": planned.reason,
-            }
-        )
-        return planned
+        return clean_plan_step(context, cfg, config)
 
     @table_op(cfg, translator, "clean_execute", "clean", spark=True)
     def execute_op(context: dg.OpExecutionContext, planned: CleanPlans) -> CleanExecutions:
-        if planned.dry_run or not planned.files_by_instant:
-            return CleanExecutions(plans=planned)
-        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-        with hudi_step(cfg) as step:
-            executed = execute_cleans(
-                step.open_table(),
-                planned,
-                engine=table_engine(cfg.engine, spark),
-                config=cfg.clean_config(),
-                on_instant=lambda i: setattr(step, "instant", i),
-            )
-        for instant in executed.skipped:
-            context.log.warning(f"Skipping clean {instant} of {cfg.name}: another process is executing it")
-        context.add_output_metadata(
-            {
-                "instants": [e.instant for e in executed.executions],
-                "files_deleted": dg.MetadataValue.int(sum(e.metadata.total_files_deleted for e in executed.executions)),
-                "skipped": list(executed.skipped),
-            }
-        )
-        return executed
+        return clean_execute_step(context, cfg, planned)
 
     @table_op(cfg, translator, "clean_commit", "clean")
     def commit_op(context: dg.OpExecutionContext, executed: CleanExecutions) -> None:
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            r = commit_cleans(
-                table, executed, config=cfg.clean_config(), on_instant=lambda i: setattr(step, "instant", i)
-            )
-        dry = r.dry_run
-        context.log.info(
-            f"{cfg.name}: clean {list(r.instants) or 'none'} {'would delete' if dry else 'deleted'} "
-            f"{r.file_count if dry else r.deleted} file(s); {r.reason}"
-        )
-        context.add_output_metadata(
-            {
-                "dry_run": dry,
-                "instants": list(r.instants),
-                "earliest_commit_to_retain": r.earliest_commit_to_retain or "",
-                "policy": r.policy,
-                "files_planned": dg.MetadataValue.int(r.file_count),
-                "files_deleted": dg.MetadataValue.int(r.deleted),
-                "files_failed": dg.MetadataValue.int(r.failed),
-                "partitions": dg.MetadataValue.int(len(r.files)),
-                "temp_files_removed": dg.MetadataValue.int(len(r.temp_files)),
-                "reason": r.reason,
-                "files": dg.MetadataValue.json({p: v[:50] for p, v in sorted(r.files.items())[:50]}),
-            }
-        )
-        if not dry and (executed.executions or r.temp_files):
-            log_health(context, cfg, translator, table)
+        clean_commit_step(context, cfg, translator, executed)
 
     @dg.job(
         name=translator.get_job_name(cfg, "clean"),
@@ -335,53 +436,11 @@ def build_archive_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -
 
     @table_op(cfg, translator, "archive", "archive")
     def archive_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> bool:
-        from lake_orchestration.hudi.services.archive import run_archive
-
-        dry = _dry(config, cfg.archive_dry_run)
-        # the merge is the next op's; here archive only
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            res = run_archive(table, cfg.archive_config(table.config.raw, merge_enable=False), dry_run=dry)
-        context.log.info(
-            f"{cfg.name}: {'would archive' if dry else 'archived'} {len(res.archived_instants)} instant(s)"
-            + (f" into {res.archive_file}" if res.archive_file else "")
-        )
-        context.add_output_metadata(
-            {
-                "dry_run": dry,
-                "archived_instants": dg.MetadataValue.int(len(res.archived_instants)),
-                "first_archived": str(res.archived_instants[0].time) if res.archived_instants else "",
-                "last_archived": str(res.archived_instants[-1].time) if res.archived_instants else "",
-                "archive_file": res.archive_file or "",
-                "timeline_files_deleted": dg.MetadataValue.int(len(res.deleted_files)),
-                "repaired_files": dg.MetadataValue.int(len(res.repaired_files)),
-                "keep_min_max": f"{res.min_instants_to_keep}/{res.max_instants_to_keep}",
-            }
-        )
-        return dry
+        return archive_step(context, cfg, config)
 
     @table_op(cfg, translator, "merge_archive_files", "archive")
     def merge_op(context: dg.OpExecutionContext, dry: bool) -> None:
-        from lake_orchestration.hudi.services.archive import merge_archive_files
-
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            m = merge_archive_files(table, cfg.archive_config(table.config.raw), dry_run=dry)
-        context.log.info(
-            f"{cfg.name}: merge of small archive files: "
-            + (f"{len(m.candidates)} file(s) into {m.merged_file}" if m.merged_file else "nothing to merge")
-            + (f" (recovered a crashed merge: {m.recovered})" if m.recovered else "")
-        )
-        context.add_output_metadata(
-            {
-                "dry_run": dry,
-                "candidates": dg.MetadataValue.int(len(m.candidates)),
-                "merged_file": m.merged_file or "",
-                "recovered": m.recovered or "",
-            }
-        )
-        if not dry:
-            log_health(context, cfg, translator, table)
+        merge_archive_files_step(context, cfg, translator, dry)
 
     @dg.job(
         name=translator.get_job_name(cfg, "archive"),

@@ -56,6 +56,10 @@ HudiSensor = Literal["pending_compaction", "sync_compaction_plans", "stale_infli
 class DagsterHudiTranslator:
     """Names of a table's Dagster objects; override a method to rename (names must stay unique per table)."""
 
+    observe_health: bool = True
+    """Service steps record the table's health as an observation of its asset ``hudi/<t>`` (off in the fleet model,
+    where tables have no asset of their own)."""
+
     def get_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
         """The table asset (default ``hudi/<name>``; ``paimon/<name>`` for a Paimon table)."""
         return dg.AssetKey([table.format, table.name])

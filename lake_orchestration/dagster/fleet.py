@@ -1,0 +1,743 @@
+"""The fleet model: one set of Dagster definitions for any number of tables (issue 27).
+
+The per-table model (:func:`~lake_orchestration.dagster.build_hudi_definitions`) builds per table 2 assets, 5 jobs,
+3 sensors and up to 3 schedules: fine for ten tables, minutes to load for a thousand. The fleet model builds a fixed
+set, whatever the number of tables:
+
+* ``fleet/compaction`` — the compaction plans of every table as one asset with dynamic partitions ``<table>|<instant>``
+  (partitions definition ``fleet__compaction_plans``); materializing a partition executes and commits that plan. A
+  backfill of its missing partitions runs every pending plan of the fleet; selecting the partitions ``t|*`` runs
+  those of one table.
+* ``fleet/health`` — one asset for the fleet: a materialization records a row per table (compaction backlog, cleaner
+  lag, archival lag, metadata-table lag, small files, breaches of its policy) as Dagster table metadata, and the
+  totals Dagster plots over time (``tables_in_breach``, ``pending_compactions``, ``max_log_files_per_slice`` ...);
+  its check ``tables_within_policy`` fails naming the tables that breach their policy.
+* jobs ``fleet__compaction`` (the asset job of ``fleet/compaction``), ``fleet__schedule_compaction``,
+  ``fleet__clean``, ``fleet__archive``, ``fleet__rollback``, ``fleet__health``: shared by every table; the table of a
+  run is its tag ``lake_orchestration/table`` (the sensors and schedules set it; from the launchpad, add the tag).
+* one sensor per service kind: ``fleet__compaction_sensor``, ``fleet__clean_sensor``, ``fleet__archive_sensor``,
+  ``fleet__stale_inflight_sensor``. Each tick walks every table with one listing of ``.hoodie/``
+  (:func:`lake_orchestration.fleet.probe.probe`); a table whose listing did not change since the sensor's last tick
+  (its fingerprint, kept per table in the cursor) costs that one request and nothing else. Of the changed tables the
+  sensor requests at most ``budget_per_tick`` runs, most overdue x weight first
+  (:func:`lake_orchestration.fleet.probe.order`); the tables it could not serve keep their old fingerprint and are
+  judged again next tick.
+* schedules per policy, not per table: one per service and distinct cron of the tables (``schedule_cron``,
+  ``clean_cron``, ``archive_cron``), e.g. ``fleet__clean__0_x_x_x_x_schedule`` for every table cleaned at
+  ``0 * * * *``: a full sweep of its tables (no cursor) within the same budget, which also catches what a failed run
+  left due.
+
+Every service step calls the same step bodies as the per-table ops (:func:`~lake_orchestration.dagster.jobs.
+clean_plan_step` ..., :func:`~lake_orchestration.dagster.assets.execute_plan_step` ...), given the table the run names.
+
+Limits: every run carries the tags ``lake_orchestration/table``, ``lake_orchestration/service`` and
+``lake_orchestration/pool`` (the table's ``policy.pool``, else the service), so the instance's run queue bounds them
+(``concurrency: runs: tag_concurrency_limits``): 1 run per table (``applyLimitPerUniqueValue``), N per pool or
+service. The compaction steps also run in the Dagster pool ``fleet_compaction`` (op concurrency: at most N
+compaction steps fleet-wide, ``dagster instance concurrency set fleet_compaction N``).
+
+A Paimon table of a fleet keeps its per-table definitions (:mod:`lake_orchestration.dagster.paimon`).
+"""
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+from lake_orchestration.dagster.assets import commit_plan_step, execute_plan_step
+from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
+from lake_orchestration.dagster.jobs import (
+    MaintenanceRunConfig,
+    RollbackConfig,
+    archive_step,
+    clean_commit_step,
+    clean_execute_step,
+    clean_plan_step,
+    merge_archive_files_step,
+    rollback_step,
+    schedule_compaction_step,
+)
+from lake_orchestration.dagster.paimon import build_paimon_table_definitions
+from lake_orchestration.dagster.resources import build_spark_resource
+from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, definitions_executor
+
+TABLE_TAG = "lake_orchestration/table"
+"""The run tag naming the table of a fleet run (and the key of the 1-run-per-table limit)."""
+SERVICE_TAG = "lake_orchestration/service"
+"""The run tag naming the service (``compaction``, ``schedule_compaction``, ``clean``, ``archive``, ``rollback``)."""
+POOL_TAG = "lake_orchestration/pool"
+"""The run tag naming the table's ``policy.pool`` (else the service): the key of per-group limits."""
+COMPACTION_POOL = "fleet_compaction"
+"""The Dagster pool of the fleet's compaction steps (at most N fleet-wide: set its limit in the instance)."""
+PARTITIONS_DEF = "fleet__compaction_plans"
+"""The dynamic partitions of ``fleet/compaction``: ``<table>|<instant>``."""
+SEP = "|"
+COMPACTION_KEY = dg.AssetKey(["fleet", "compaction"])
+HEALTH_KEY = dg.AssetKey(["fleet", "health"])
+HEALTH_CHECK = "tables_within_policy"
+DEFAULT_BUDGET = 20
+"""Runs a fleet sensor requests at most per tick."""
+FLEET_AUTO_MIN_TABLES = 20
+"""``fleet: auto`` (the default) builds the fleet model from this many tables on."""
+SENSOR_SERVICES = ("compaction", "clean", "archive", "stale_inflight")
+"""The fleet's sensors, one per service kind."""
+
+_CURSOR_EXPECTED = '{"fingerprints": {table: fingerprint}}'
+
+
+def use_fleet_model(setting: bool | str | None, n_tables: int) -> bool:
+    """Whether a config's tables get the fleet model: ``fleet: true`` / ``false``, or ``auto`` (default): from
+    :data:`FLEET_AUTO_MIN_TABLES` tables on."""
+    if setting is None or setting == "auto":
+        return n_tables >= FLEET_AUTO_MIN_TABLES
+    if isinstance(setting, bool):
+        return setting
+    raise HudiConfigError("fleet", f"expected true, false or auto, got {setting!r}")
+
+
+def partition_key(table: str, instant: str) -> str:
+    """The partition of ``fleet/compaction`` of plan ``instant`` of ``table``: ``<table>|<instant>``."""
+    return f"{table}{SEP}{instant}"
+
+
+def split_partition_key(key: str) -> tuple[str, str]:
+    """``(table, instant)`` of a partition key of ``fleet/compaction``.
+
+    Raises:
+        HudiConfigError: not ``<table>|<instant>``.
+    """
+    table, sep, instant = key.partition(SEP)
+    if not sep or not table or not instant:
+        raise HudiConfigError(PARTITIONS_DEF, f"partition key {key!r}: expected <table>|<instant>")
+    return table, instant
+
+
+class FleetTranslator(DagsterHudiTranslator):
+    """The names the shared step bodies use in the fleet model (tables have no asset of their own)."""
+
+    observe_health = False
+
+    def get_compaction_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
+        return COMPACTION_KEY
+
+    def get_partitions_def_name(self, table: HudiTableConfig) -> str:
+        return PARTITIONS_DEF
+
+    def get_sensor_name(self, table: HudiTableConfig, sensor: Any) -> str:
+        return "fleet__compaction_sensor" if "compaction" in str(sensor) else f"fleet__{sensor}_sensor"
+
+
+def fleet_tables(tables: Sequence[HudiTableConfig]) -> list[Any]:
+    """The shell-independent :class:`~lake_orchestration.fleet.config.FleetTable` of each table (same names)."""
+    from lake_orchestration.fleet.config import tables_from_entries
+
+    entries = [
+        t.model_dump(mode="json", exclude_defaults=True) | {"name": t.name, "base_path": t.base_path} for t in tables
+    ]
+    return tables_from_entries(entries, where="fleet")
+
+
+class _Fleet:
+    """The tables of a fleet by name, resolved for a run from its tag."""
+
+    def __init__(self, tables: Sequence[HudiTableConfig]) -> None:
+        self.configs = {t.name: t for t in tables}
+        self.tables = {t.name: t for t in fleet_tables(tables)}
+
+    def config(self, name: str) -> HudiTableConfig:
+        try:
+            return self.configs[name]
+        except KeyError:
+            known = sorted(self.configs)
+            raise dg.Failure(
+                f"No table {name!r} in the fleet: expected one of {known[:20]}{' ...' if len(known) > 20 else ''}",
+                allow_retries=False,
+            ) from None
+
+    def of_run(self, context: dg.OpExecutionContext) -> HudiTableConfig:
+        name = context.run.tags.get(TABLE_TAG)
+        if not name:
+            raise dg.Failure(
+                f"This fleet run names no table: launch it with the tag {TABLE_TAG}=<table name> (the fleet's "
+                "sensors and schedules set it)",
+                allow_retries=False,
+            )
+        return self.config(name)
+
+    def tags(self, name: str, service: str) -> dict[str, str]:
+        pool = self.tables[name].policy.pool or service
+        return {TABLE_TAG: name, SERVICE_TAG: service, POOL_TAG: pool}
+
+
+def _retry(tables: Sequence[HudiTableConfig]) -> dg.RetryPolicy:
+    """The retry policy of the shared ops: the most patient of the tables' (a table is one of many)."""
+    return max((t.retry_policy() for t in tables), key=lambda p: (p.max_retries, p.delay or 0))
+
+
+# -- jobs ----------------------------------------------------------------------------------------------------------
+def _fleet_op(name: str, service: str, retry: dg.RetryPolicy, **kw: Any) -> Any:
+    return dg.op(name=f"fleet__{name}_op", retry_policy=retry, tags={SERVICE_TAG: service}, **kw)
+
+
+def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
+    from lake_orchestration.hudi.services.clean import CleanExecutions, CleanPlans
+
+    tr = FleetTranslator()
+    asset = COMPACTION_KEY.to_user_string()
+
+    @_fleet_op("schedule_compaction", "compaction", retry)
+    def schedule_op(context: dg.OpExecutionContext) -> None:
+        cfg = fleet.of_run(context)
+        schedule_compaction_step(
+            context,
+            cfg,
+            tr,
+            partitions_def=PARTITIONS_DEF,
+            partition_key=lambda i: partition_key(cfg.name, i),
+            asset=asset,
+        )
+
+    @dg.job(
+        name="fleet__schedule_compaction",
+        executor_def=LIGHT_EXECUTOR,
+        description=(
+            "Schedule a compaction plan of the run's table (tag lake_orchestration/table) if Hudi's trigger fires; "
+            "register it as a partition of fleet/compaction"
+        ),
+    )
+    def schedule_job() -> None:
+        schedule_op()
+
+    @_fleet_op("rollback", "rollback", retry)
+    def rollback_op(context: dg.OpExecutionContext, config: RollbackConfig) -> None:
+        rollback_step(context, fleet.of_run(context), tr, config)
+
+    @dg.job(
+        name="fleet__rollback",
+        executor_def=LIGHT_EXECUTOR,
+        description="Roll back one pending write of the run's table (run config instant_time), or every stale one",
+    )
+    def rollback_job() -> None:
+        rollback_op()
+
+    @_fleet_op("clean_plan", "clean", retry)
+    def clean_plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> CleanPlans:
+        return clean_plan_step(context, fleet.of_run(context), config)
+
+    @_fleet_op("clean_execute", "clean", retry, required_resource_keys={"pyspark"})
+    def clean_execute_op(context: dg.OpExecutionContext, planned: CleanPlans) -> CleanExecutions:
+        return clean_execute_step(context, fleet.of_run(context), planned)
+
+    @_fleet_op("clean_commit", "clean", retry)
+    def clean_commit_op(context: dg.OpExecutionContext, executed: CleanExecutions) -> None:
+        clean_commit_step(context, fleet.of_run(context), tr, executed)
+
+    @dg.job(
+        name="fleet__clean",
+        executor_def=LIGHT_EXECUTOR,
+        description="Clean the run's table: plan, execute (delete), commit",
+    )
+    def clean_job() -> None:
+        clean_commit_op(clean_execute_op(clean_plan_op()))
+
+    @_fleet_op("archive", "archive", retry)
+    def archive_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> bool:
+        return archive_step(context, fleet.of_run(context), config)
+
+    @_fleet_op("merge_archive_files", "archive", retry)
+    def merge_op(context: dg.OpExecutionContext, dry: bool) -> None:
+        merge_archive_files_step(context, fleet.of_run(context), tr, dry)
+
+    @dg.job(
+        name="fleet__archive",
+        executor_def=LIGHT_EXECUTOR,
+        description="Archive the run's table, then merge small archive files",
+    )
+    def archive_job() -> None:
+        merge_op(archive_op())
+
+    return {"schedule_compaction": schedule_job, "rollback": rollback_job, "clean": clean_job, "archive": archive_job}
+
+
+def _build_compaction_asset(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.AssetsDefinition:
+    tr = FleetTranslator()
+
+    @dg.op(
+        name="fleet__compaction_execute_plan_op",
+        retry_policy=retry,
+        pool=COMPACTION_POOL,
+        tags={SERVICE_TAG: "compaction"},
+        required_resource_keys={"pyspark"},
+    )
+    def execute_plan_op(context: dg.OpExecutionContext) -> Any:
+        table, instant = split_partition_key(context.partition_key)
+        return execute_plan_step(context, fleet.config(table), tr, instant)
+
+    @dg.op(name="fleet__compaction_commit_op", retry_policy=retry, tags={SERVICE_TAG: "compaction"})
+    def commit_op(context: dg.OpExecutionContext, executed: Any) -> dg.Output[None]:
+        table, _ = split_partition_key(context.partition_key)
+        return commit_plan_step(context, fleet.config(table), tr, executed)
+
+    @dg.graph_asset(
+        key=COMPACTION_KEY,
+        group_name="fleet",
+        kinds={"hudi"},
+        partitions_def=dg.DynamicPartitionsDefinition(name=PARTITIONS_DEF),
+        description="Compaction plans of every table of the fleet: one partition <table>|<instant> per plan",
+    )
+    def _asset() -> Any:
+        return commit_op(execute_plan_op())
+
+    return _asset
+
+
+# -- fleet health --------------------------------------------------------------------------------------------------
+_NUMERIC_TOTALS = (
+    "tables",
+    "tables_in_breach",
+    "pending_compactions",
+    "max_log_files_per_slice",
+    "max_pending_compaction_age_s",
+    "max_cleaner_lag_commits",
+    "max_active_instants",
+    "max_metadata_table_lag",
+    "small_files",
+)
+
+
+def health_metadata(health: Any) -> dict[str, dg.MetadataValue]:
+    """The fleet health asset's metadata: a row per table (``dagster`` table metadata) and the totals as numbers."""
+    records = health.as_records()
+    columns: list[str] = []
+    for r in records:
+        columns += [k for k in r if k not in columns]
+
+    def cell(v: Any) -> Any:
+        if isinstance(v, list | tuple):
+            return "; ".join(str(x) for x in v)
+        if isinstance(v, dict):
+            return json.dumps(v, sort_keys=True)
+        return v
+
+    def col_type(name: str) -> str:
+        vals = [r.get(name) for r in records if r.get(name) is not None]
+        if vals and all(isinstance(v, bool) for v in vals):
+            return "bool"
+        if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            return "int"
+        if vals and all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+            return "float"
+        return "string"
+
+    schema = dg.TableSchema(columns=[dg.TableColumn(c, col_type(c)) for c in columns])
+    rows = [dg.TableRecord({c: cell(r.get(c)) for c in columns}) for r in records]
+    breaching = sorted(r.name for r in health.rows if r.breaches)
+    md: dict[str, dg.MetadataValue] = {
+        "tables_health": dg.MetadataValue.table(records=rows, schema=schema),
+        "breaching_tables": dg.MetadataValue.json(breaching),
+    }
+    for k, v in totals(health).items():
+        md[k] = dg.MetadataValue.float(float(v)) if isinstance(v, float) else dg.MetadataValue.int(int(v))
+    return md
+
+
+def totals(health: Any) -> dict[str, int | float]:
+    """The fleet-wide figures Dagster plots over time (computed from the rows)."""
+    rows = health.rows
+
+    def mx(attr: str) -> Any:
+        vals = [getattr(r, attr) for r in rows if getattr(r, attr, None) is not None]
+        return max(vals) if vals else 0
+
+    return {
+        "tables": len(rows),
+        "tables_in_breach": sum(1 for r in rows if r.breaches),
+        "pending_compactions": sum(getattr(r, "pending_compactions", 0) or 0 for r in rows),
+        "max_log_files_per_slice": mx("max_log_files_per_slice"),
+        "max_pending_compaction_age_s": float(mx("oldest_pending_compaction_age_s") or 0.0),
+        "max_cleaner_lag_commits": mx("cleaner_lag_commits"),
+        "max_active_instants": mx("active_instants"),
+        "max_metadata_table_lag": mx("metadata_table_lag"),
+        "small_files": sum(getattr(r, "small_files", 0) or 0 for r in rows),
+    }
+
+
+def _build_health_asset(fleet: _Fleet) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=HEALTH_KEY,
+        group_name="fleet",
+        kinds={"hudi"},
+        description=(
+            "Health of every table of the fleet: compaction backlog, cleaner lag, archival lag, metadata-table lag, "
+            "small files and the breaches of each table's policy (a row per table), with fleet-wide totals"
+        ),
+        check_specs=[
+            dg.AssetCheckSpec(
+                HEALTH_CHECK, asset=HEALTH_KEY, description="No table breaches its policy (the failure names them)"
+            )
+        ],
+    )
+    def _asset(context: dg.AssetExecutionContext) -> Iterator[Any]:
+        from lake_orchestration.fleet.health import fleet_health
+
+        started = time.perf_counter()
+        health = fleet_health(list(fleet.tables.values()))
+        md = health_metadata(health)
+        md["seconds"] = dg.MetadataValue.float(round(time.perf_counter() - started, 3))
+        breaching = {r.name: list(r.breaches) for r in health.rows if r.breaches}
+        context.log.info(
+            f"fleet: {len(health.rows)} table(s), {len(breaching)} in breach"
+            + (f": {', '.join(sorted(breaching))}" if breaching else "")
+        )
+        yield dg.MaterializeResult(metadata=md)
+        yield dg.AssetCheckResult(
+            check_name=HEALTH_CHECK,
+            asset_key=HEALTH_KEY,
+            passed=not breaching,
+            description=(
+                f"{len(breaching)} table(s) breach their policy: {', '.join(sorted(breaching))}"
+                if breaching
+                else "every table within its policy"
+            ),
+            metadata={
+                "tables_in_breach": dg.MetadataValue.int(len(breaching)),
+                "breaching_tables": dg.MetadataValue.json(sorted(breaching)),
+                "breaches": dg.MetadataValue.json(dict(sorted(breaching.items()))),
+            },
+        )
+
+    return _asset
+
+
+# -- sensors and schedules -----------------------------------------------------------------------------------------
+def decode_cursor(cursor: str | None, *, sensor: str) -> dict[str, str]:
+    """The per-table fingerprints of a fleet sensor's cursor (empty on the first tick).
+
+    Raises:
+        SensorCursorError: not ``{"fingerprints": {table: fingerprint}}``.
+    """
+    from lake_orchestration.dagster.errors import SensorCursorError
+
+    if not cursor:
+        return {}
+    try:
+        data = json.loads(cursor)
+        fps = data["fingerprints"]
+        if not isinstance(fps, dict) or not all(isinstance(v, str) for v in fps.values()):
+            raise TypeError("fingerprints is not a mapping of strings")
+        return dict(fps)
+    except (ValueError, KeyError, TypeError) as err:
+        raise SensorCursorError(
+            table="fleet", sensor=sensor, cursor=cursor, expected=_CURSOR_EXPECTED, detail=str(err)
+        ) from err
+
+
+@dataclasses.dataclass
+class Tick:
+    """What one evaluation of a fleet sensor (or schedule) decided."""
+
+    run_requests: list[dg.RunRequest] = dataclasses.field(default_factory=list)
+    add_partitions: list[str] = dataclasses.field(default_factory=list)
+    delete_partitions: list[str] = dataclasses.field(default_factory=list)
+    fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
+    probed: int = 0
+    changed: int = 0
+    errors: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def evaluate(
+    fleet: _Fleet,
+    service: str,
+    names: Sequence[str],
+    *,
+    previous: Mapping[str, str] | None,
+    budget: int,
+    instance: dg.DagsterInstance | None,
+    run_plans: bool = True,
+) -> Tick:
+    """One tick of ``service`` over the tables ``names``: a probe each (skipped when its fingerprint equals
+    ``previous[name]``), then at most ``budget`` run requests, most overdue x weight first (``run_plans=False``: pending
+    compaction plans are registered as partitions, not run)."""
+    from lake_orchestration.fleet.probe import NOT_DUE, order, probe
+
+    tick = Tick(fingerprints=dict(previous or {}))
+    probes = []
+    for name in names:
+        table = fleet.tables[name]
+        if table.format != "hudi":
+            continue
+        p = probe(table, previous=(previous or {}).get(name) if previous is not None else None)
+        tick.probed += 1
+        if p.error:
+            tick.errors[name] = p.error
+            continue
+        if not p.changed:
+            continue
+        tick.changed += 1
+        probes.append(p)
+    if service == "stale_inflight":
+        return _stale_tick(fleet, probes, tick, budget)
+    if service == "compaction":
+        return _compaction_tick(fleet, probes, tick, budget, instance, run_plans=run_plans)
+    mine = [dataclasses.replace(p, due={s: d for s, d in p.due.items() if s == service}) for p in probes]
+    chosen = {n for n, _ in order(mine, list(fleet.tables.values()), budget=budget)}
+    for p in mine:
+        if p.name in chosen:
+            tick.run_requests.append(
+                dg.RunRequest(
+                    run_key=f"{service}:{p.name}:{p.fingerprint}",
+                    job_name=f"fleet__{service}",
+                    tags=fleet.tags(p.name, service) | {"lake_orchestration/reason": p.due[service].reason[:200]},
+                )
+            )
+        if p.name in chosen or not p.due.get(service, NOT_DUE).needed:
+            tick.fingerprints[p.name] = p.fingerprint  # served, or nothing to do: skip until it changes
+    return tick
+
+
+def _compaction_tick(
+    fleet: _Fleet, probes: list[Any], tick: Tick, budget: int, instance: Any, *, run_plans: bool = True
+) -> Tick:
+    """Compaction: a table with pending plans gets a partition per plan (registered, as any plan made elsewhere)
+    and a run per plan; a table whose trigger fired without a plan gets a ``fleet__schedule_compaction`` run (its
+    plan becomes a partition at once, and runs at the next tick)."""
+    from lake_orchestration.fleet.probe import order
+
+    mine = [dataclasses.replace(p, due={s: d for s, d in p.due.items() if s == "compaction"}) for p in probes]
+    chosen = {n for n, _ in order(mine, list(fleet.tables.values()), budget=budget)}
+    known = set(instance.get_dynamic_partitions(PARTITIONS_DEF)) if instance is not None else set()
+    for p in mine:
+        due = p.due.get("compaction")
+        if p.name not in chosen:
+            if due is None or not due.needed:
+                tick.fingerprints[p.name] = p.fingerprint
+            continue
+        cfg = fleet.configs[p.name]
+        try:
+            table = cfg.open_table()  # a changed table with compaction due: its plans (one more listing)
+            pending = [str(i.time) for i in table.timeline.pending_compactions()]
+        except Exception as err:  # one table's failure is not the tick's
+            tick.errors[p.name] = f"{type(err).__name__}: {err}"
+            continue
+        tags = fleet.tags(p.name, "compaction")
+        if pending:
+            keys = [partition_key(p.name, i) for i in pending]
+            tick.add_partitions += [k for k in keys if k not in known]
+            for k, i in zip(keys, pending if run_plans else [], strict=False):
+                tick.run_requests.append(
+                    dg.RunRequest(
+                        run_key=k, job_name="fleet__compaction", partition_key=k, tags=tags | {"hudi/instant": i}
+                    )
+                )
+        else:
+            tick.run_requests.append(
+                dg.RunRequest(
+                    run_key=f"schedule_compaction:{p.name}:{p.fingerprint}",
+                    job_name="fleet__schedule_compaction",
+                    tags=fleet.tags(p.name, "schedule_compaction") | {"lake_orchestration/reason": due.reason[:200]},
+                )
+            )
+        tick.fingerprints[p.name] = p.fingerprint
+    return tick
+
+
+def _stale_tick(fleet: _Fleet, probes: list[Any], tick: Tick, budget: int) -> Tick:
+    """Stale inflight writes: a changed table with a pending write is opened and judged by its heartbeat settings.
+    A table with pending writes keeps no fingerprint (a write becomes stale with time, not with a change)."""
+    from lake_orchestration.hudi.services.rollback import stale_writes
+
+    for p in probes:
+        if len(tick.run_requests) >= budget:
+            break
+        cfg = fleet.configs[p.name]
+        try:
+            table = cfg.open_table()
+            pending = [
+                i for i in table.timeline.pending() if i.action.value not in ("compaction", "clean", "logcompaction")
+            ]
+            heartbeat = cfg.heartbeat_config()
+            stale = stale_writes(
+                table,
+                interval_ms=heartbeat.interval_ms,
+                tolerable_misses=heartbeat.tolerable_misses,
+                timeout_s=cfg.inflight_timeout_seconds,
+            )
+        except Exception as err:
+            tick.errors[p.name] = f"{type(err).__name__}: {err}"
+            continue
+        for s in stale:
+            tick.run_requests.append(
+                dg.RunRequest(
+                    run_key=f"rollback:{p.name}:{s.instant.time}",
+                    job_name="fleet__rollback",
+                    run_config={"ops": {"fleet__rollback_op": {"config": {"instant_time": str(s.instant.time)}}}},
+                    tags=fleet.tags(p.name, "rollback")
+                    | {"hudi/instant": str(s.instant.time), "hudi/reason": s.reason},
+                )
+            )
+        if not pending:
+            tick.fingerprints[p.name] = p.fingerprint
+        else:
+            tick.fingerprints.pop(p.name, None)
+    return tick
+
+
+def _sensor_jobs(service: str, jobs: Mapping[str, Any], compaction_job: Any) -> list[Any]:
+    if service == "compaction":
+        return [compaction_job, jobs["schedule_compaction"]]
+    if service == "stale_inflight":
+        return [jobs["rollback"]]
+    return [jobs[service]]
+
+
+def _build_sensor(fleet: _Fleet, service: str, jobs: list[Any], budget: int) -> dg.SensorDefinition:
+    name = f"fleet__{service}_sensor"
+    names = sorted(fleet.tables)
+
+    @dg.sensor(
+        name=name,
+        jobs=jobs,
+        minimum_interval_seconds=60 if service == "stale_inflight" else 30,
+        description=(
+            f"Walks every table of the fleet ({len(names)}) with one listing of .hoodie/ each, skipping the tables "
+            f"whose listing did not change since the last tick, and requests at most {budget} {service} run(s) per "
+            "tick, most overdue x weight first"
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        previous = decode_cursor(context.cursor, sensor=name)
+        started = time.perf_counter()
+        tick = evaluate(fleet, service, names, previous=previous, budget=budget, instance=context.instance)
+        context.log.info(
+            f"{name}: {tick.probed} table(s) listed, {tick.changed} changed, {len(tick.run_requests)} run(s) "
+            f"requested in {time.perf_counter() - started:.2f}s"
+            + (f"; errors: {dict(list(tick.errors.items())[:5])}" if tick.errors else "")
+        )
+        partitions: list[Any] = []
+        if tick.add_partitions:
+            partitions.append(dg.AddDynamicPartitionsRequest(PARTITIONS_DEF, sorted(set(tick.add_partitions))))
+        cursor = json.dumps({"fingerprints": dict(sorted(tick.fingerprints.items()))})
+        if not tick.run_requests and not partitions:
+            return dg.SensorResult(
+                skip_reason=f"nothing due on {tick.changed} changed of {tick.probed} table(s)", cursor=cursor
+            )
+        return dg.SensorResult(run_requests=tick.run_requests, dynamic_partitions_requests=partitions, cursor=cursor)
+
+    return _sensor
+
+
+def cron_slug(cron: str) -> str:
+    """A cron expression as a Dagster name part (``0 * * * *`` -> ``0_x_x_x_x``)."""
+    s = cron.strip().replace("*", "x").replace("/", "every").replace(",", "and").replace("-", "to")
+    return re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_")
+
+
+def _build_schedules(fleet: _Fleet, jobs: Mapping[str, Any], budget: int) -> list[Any]:
+    out: list[Any] = []
+    for service, attr in (("compaction", "schedule_cron"), ("clean", "clean_cron"), ("archive", "archive_cron")):
+        by_cron: dict[str, list[str]] = {}
+        for name, cfg in sorted(fleet.configs.items()):
+            if cfg.format == "hudi" and getattr(cfg, attr):
+                by_cron.setdefault(getattr(cfg, attr), []).append(name)
+        for cron, names in sorted(by_cron.items()):
+            job = jobs["schedule_compaction"] if service == "compaction" else jobs[service]
+            out.append(_schedule(fleet, service, cron, names, job, budget))
+    return out
+
+
+def _schedule(fleet: _Fleet, service: str, cron: str, names: list[str], job: Any, budget: int) -> Any:
+    @dg.schedule(
+        name=f"fleet__{service}__{cron_slug(cron)}_schedule",
+        cron_schedule=cron,
+        job=job,
+        description=(
+            f"At {cron}: a full sweep of the {len(names)} table(s) whose {service} cron is {cron!r} (no cursor), at "
+            f"most {budget} {job.name} run(s), most overdue x weight first"
+            + (
+                " (pending plans become partitions of fleet/compaction; the sensor or a backfill runs them)"
+                if service == "compaction"
+                else ""
+            )
+        ),
+    )
+    def _sched(context: dg.ScheduleEvaluationContext) -> Any:
+        tick = evaluate(fleet, service, names, previous=None, budget=budget, instance=context.instance, run_plans=False)
+        if tick.add_partitions and context.instance is not None:
+            context.instance.add_dynamic_partitions(PARTITIONS_DEF, sorted(set(tick.add_partitions)))
+        if not tick.run_requests:
+            return dg.SkipReason(f"nothing due on {len(names)} table(s)")
+        return tick.run_requests
+
+    return _sched
+
+
+# -- the definitions -----------------------------------------------------------------------------------------------
+def build_fleet_definitions(
+    *,
+    tables: Sequence[HudiTableConfig],
+    spark_config: Mapping[str, Any] | None = None,
+    budget_per_tick: int = DEFAULT_BUDGET,
+    translator: DagsterHudiTranslator | None = None,
+) -> dg.Definitions:
+    """The fleet model's definitions for ``tables`` (see the module docstring): a fixed set of assets, jobs and
+    sensors whatever the number of tables; schedules per distinct cron.
+
+    Args:
+        tables: the tables (names unique).
+        spark_config: ``spark.*`` configuration of the ``pyspark`` resource.
+        budget_per_tick: runs a sensor (or schedule) requests at most per evaluation (>= 1).
+        translator: names of a Paimon table's per-table definitions.
+
+    Raises:
+        HudiConfigError: two tables share a name, or ``budget_per_tick`` < 1.
+    """
+    names = [t.name for t in tables]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise HudiConfigError("tables", f"duplicate table names {dupes}: each table needs its own name")
+    if budget_per_tick < 1:
+        raise HudiConfigError("fleet", f"budget_per_tick: expected >= 1, got {budget_per_tick}")
+    hudi = [t for t in tables if t.format == "hudi"]
+    fleet = _Fleet(hudi)
+    retry = _retry(hudi) if hudi else HudiTableConfig(name="x", base_path="/x").retry_policy()
+    jobs = _build_jobs(fleet, retry)
+    compaction_asset = _build_compaction_asset(fleet, retry)
+    health_asset = _build_health_asset(_Fleet(tables))
+    compaction_job = dg.define_asset_job(
+        "fleet__compaction",
+        selection=dg.AssetSelection.assets(COMPACTION_KEY),
+        executor_def=LIGHT_EXECUTOR if all(t.engine == "local" for t in hudi) else None,
+        description=(
+            "Run one compaction plan of a table of the fleet: a partition <table>|<instant> of fleet/compaction"
+        ),
+    )
+    health_job = dg.define_asset_job(
+        "fleet__health", selection=dg.AssetSelection.assets(HEALTH_KEY), executor_def=LIGHT_EXECUTOR
+    )
+    sensors = [_build_sensor(fleet, s, _sensor_jobs(s, jobs, compaction_job), budget_per_tick) for s in SENSOR_SERVICES]
+    schedules = _build_schedules(fleet, jobs, budget_per_tick)
+    assets: list[Any] = [compaction_asset, health_asset]
+    all_jobs: list[Any] = [compaction_job, health_job, *jobs.values()]
+    checks: list[Any] = []
+    tr = translator or DagsterHudiTranslator()
+    for cfg in tables:  # Paimon tables keep their own definitions
+        if cfg.format == "paimon":
+            p = build_paimon_table_definitions(cfg, tr)
+            assets += p.assets
+            all_jobs += p.jobs
+            schedules += p.schedules
+            sensors += p.sensors
+            checks += p.checks
+    return dg.Definitions(
+        assets=assets,
+        jobs=all_jobs,
+        schedules=schedules,
+        sensors=sensors,
+        asset_checks=checks,
+        resources={"pyspark": build_spark_resource(spark_config)},
+        executor=definitions_executor(list(tables)),
+    )
