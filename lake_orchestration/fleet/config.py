@@ -292,7 +292,7 @@ def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, A
     out = copy.deepcopy(dict(base))
     for k, v in over.items():
         if k == "storage" and isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            if v.get("provider", "local") != out[k].get("provider", "local"):
+            if "provider" in v and v["provider"] != out[k].get("provider", "local"):
                 out[k] = copy.deepcopy(dict(v))
                 continue
         if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
@@ -472,10 +472,19 @@ def _discover_entries(
     return out
 
 
+def _defaults_for(defaults: Mapping[str, Any], fmt: Any) -> Mapping[str, Any]:
+    """The defaults a table of format ``fmt`` takes: a Paimon table takes no Hudi option map (Paimon keeps its
+    options in the table's schema)."""
+    if fmt != "paimon":
+        return defaults
+    return {k: v for k, v in defaults.items() if k not in (*OPTION_MAPS, "passthrough_keys")}
+
+
 def expand_entries(raw: Mapping[str, Any], *, where: str) -> list[dict[str, Any]]:
     """The config file's top level (``defaults:`` + ``tables:`` + ``discover:``) -> one dict per table, in the shape
     of the Dagster code location's table entries (``HudiTableConfig`` + ``policy:``): ``defaults`` deep-merged under
-    each table (the table's value wins), then the tables discovered under each ``discover:`` prefix that are not
+    each table (the table's value wins; a Paimon table takes none of the defaults' Hudi option maps), then the
+    tables discovered under each ``discover:`` prefix that are not
     listed (by base path), with ``defaults`` under them too. Every entry is checked (:func:`tables_from_entries`).
 
     Raises:
@@ -504,11 +513,11 @@ def expand_entries(raw: Mapping[str, Any], *, where: str) -> list[dict[str, Any]
             raise FleetConfigError(where, f"{label}: expected a mapping with name and base_path, got {t!r}")
         if isinstance(t.get("name"), str):
             label += f" ({t['name']!r})"
-        entries.append(_deep_merge(defaults, t))
+        entries.append(_deep_merge(_defaults_for(defaults, t.get("format", "hudi")), t))
         labels.append(label)
     listed = {str(e.get("name")): str(e.get("base_path", "")) for e in entries}
     for e in _discover_entries(raw.get("discover"), where=where, defaults=defaults, listed=listed):
-        entries.append(_deep_merge(defaults, e))
+        entries.append(_deep_merge(_defaults_for(defaults, e["format"]), e))
         labels.append(f"discovered {e['name']!r} ({e['base_path']})")
     tables_from_entries(entries, where=where, labels=labels)
     return entries

@@ -2,7 +2,9 @@
 
 Each table is probed (:func:`~lake_orchestration.fleet.probe.probe`); its due services among those asked for run in
 the table's order (compaction, log compaction, clean, archive), one at a time on that table (at most one service per
-table at once); ``parallelism`` tables run at the same time. A service that fails ends its table's turn (the
+table at once), the table probed again after a service that wrote (a compaction commit can make archival due, as
+Hudi's multi-table runner, which asks each service in turn, would find); ``parallelism`` tables run at the same
+time. A service that fails ends its table's turn (the
 services after it are ``skipped``, as Hudi's per-table ``TableServicePipeline`` stops at its first failing task); the
 other tables go on. Each service calls the core verbs (:func:`~lake_orchestration.hudi.services.compaction
 .schedule_compaction` + :func:`~lake_orchestration.hudi.services.compaction.run_compaction`,
@@ -155,14 +157,17 @@ def _run_table(
     if p.error is not None:
         record(ServiceOutcome(table=table.name, service="probe", status=FAILED, detail=p.error))
         return out
-    due = [s for s in table.services if s in services and p.due.get(s) is not None and p.due[s].needed]
     failed = False
-    for s in due:
+    current = p
+    for s in [s for s in table.services if s in services]:
+        d = current.due.get(s)
+        if d is None or not d.needed:
+            continue
         if failed:
             record(ServiceOutcome(table=table.name, service=s, status=SKIPPED, detail="an earlier service failed"))
             continue
         if dry_run:
-            record(ServiceOutcome(table=table.name, service=s, status=WOULD_RUN, detail=p.due[s].reason))
+            record(ServiceOutcome(table=table.name, service=s, status=WOULD_RUN, detail=d.reason))
             continue
         start = time.monotonic()
         try:
@@ -182,6 +187,10 @@ def _run_table(
         record(
             ServiceOutcome(table=table.name, service=s, status=status, detail=detail, seconds=time.monotonic() - start)
         )
+        if status == DONE:  # what it wrote may make the next services due (a compaction commit: archival)
+            again = probe(table)
+            if again.error is None:
+                current = again
     return out
 
 
