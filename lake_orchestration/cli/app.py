@@ -20,6 +20,7 @@ from lake_orchestration.cli.commands.demo import demo_cmd
 from lake_orchestration.cli.commands.fleet import fleet_group
 from lake_orchestration.cli.commands.inspect import fsview_group, read_cmd, table_group, timeline_group
 from lake_orchestration.cli.commands.maintenance import archive_cmd, clean_cmd, rollback_cmd, savepoint_group
+from lake_orchestration.cli.commands.metadata import metadata_group
 from lake_orchestration.cli.commands.paimon import paimon_group
 from lake_orchestration.cli.commands.write import generate_cmd, write_cmd
 from lake_orchestration.cli.output import errors_rendered
@@ -85,6 +86,7 @@ for command in (
     demo_cmd,
     paimon_group,
     fleet_group,
+    metadata_group,
 ):
     cli.add_command(command)
 

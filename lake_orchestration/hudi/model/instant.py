@@ -17,8 +17,10 @@ from lake_orchestration.errors import InvalidFileNameError, InvalidInstantTimeEr
 
 # yyyyMMddHHmmss, + SSS, + a 3-digit operation suffix: Java 0.14 names metadata-table instants
 # ``<data instant> + 001`` (compaction), ``002`` (clean), ``010``... (initialization), see
-# ``HoodieTableMetadataUtil.createCompactionTimestamp``.
-_INSTANT_RE = re.compile(r"^\d{14}(\d{3}){0,2}$")
+# ``HoodieTableMetadataUtil.createCompactionTimestamp``. Right after the metadata table's initialisation at
+# ``<L>010`` its table services are named after that instant (``<L>010002``: Java's clean finds nothing to clean
+# then, but the name is asked for).
+_INSTANT_RE = re.compile(r"^\d{14}(\d{3}){0,3}$")
 INIT_INSTANT = "00000000000000"
 METADATA_BOOTSTRAP_INSTANT = "00000000000001"
 FULL_BOOTSTRAP_INSTANT = "00000000000002"
@@ -34,7 +36,7 @@ class InstantTime(str):
     (Hudi compares instant times as strings).
 
     Raises:
-        InvalidInstantTimeError: not 14, 17 or 20 digits, or not a calendar time (special bootstrap instants and
+        InvalidInstantTimeError: not 14, 17, 20 or 23 digits, or not a calendar time (special bootstrap instants and
             ``00000000000000`` + suffix excepted).
     """
 
@@ -64,9 +66,10 @@ class InstantTime(str):
 
         ``00000000000000`` to ``00000000000002`` (initial and bootstrap instants) are not dates: they read as
         ``new Date(Integer.parseInt(ts))``, 0 to 2 ms after the epoch, as Java's
-        ``HoodieActiveTimeline.parseDateFromInstantTimeSafely`` reads them.
+        ``HoodieActiveTimeline.parseDateFromInstantTimeSafely`` reads them; a metadata table's initial instants
+        (``00000000000000`` + suffix, e.g. ``00000000000000010``), which Java cannot parse, read the same way.
         """
-        if self in _SPECIAL:
+        if self in _SPECIAL or self.startswith(INIT_INSTANT):
             return pendulum.from_timestamp(int(self) / 1000, tz=tz)
         v = self[:17] if len(self) >= 17 else self + "999"
         return pendulum.from_format(v, INSTANT_FORMAT, tz=tz)

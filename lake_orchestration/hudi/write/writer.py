@@ -33,6 +33,7 @@ from lake_orchestration.errors import (
     WriteConflictError,
 )
 from lake_orchestration.hudi.log.scanner import InstantFilter
+from lake_orchestration.hudi.metadata.initialize import initialize_if_requested
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import FileSlice, new_file_id
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
@@ -157,7 +158,14 @@ def _open_or_create(base_uri: str, data_schema: pa.Schema, options: WriteOptions
             database_name="default",
             extra=table_props,
         )
-        return HudiTable.create(base_uri, props, storage_options=storage_options)
+        table = HudiTable.create(base_uri, props, storage_options=storage_options)
+        # hoodie.metadata.enable=true: the new table gets its metadata table at 00000000000000010 (as Java's first
+        # write with the metadata table on)
+        initialize_if_requested(table, options.options, lock=options.lock)
+        return table
+    # Java's initTable -> initializeIfNeeded, before the write's instant: a table without a metadata table gets one
+    # when hoodie.metadata.enable=true is given (skipped while a data instant is pending); a half-made one is rebuilt
+    initialize_if_requested(table, options.options, lock=options.lock)
     table.ensure_metadata_table_handled(options.options, service="this writer")
     _validate(table, options)
     return table
