@@ -57,3 +57,33 @@ def test_incremental_refuses_a_table_without_meta_fields(hudi_fixture) -> None:
     with pytest.raises(IncrementalQueryError, match=r"hoodie\.populate\.meta\.fields=false") as err:
         read_incremental(HudiTable(str(base)), begin_instant_time="0")
     assert str(base) in str(err.value)
+
+
+def test_read_cli_incremental_equals_hudi_rs(hudi_fixture, tmp_path: Path) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    base = hudi_fixture(HudiFixture.MOR_SIMPLE_NONHIVE)
+    first, second = "20250121000547796", "20250121000557095"
+    out = tmp_path / "changes.parquet"
+    args = ["read", str(base), "--query-type", "incremental", "--begin-instant-time", first, "-o", str(out), "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["instants"] == [second] and summary["checkpoint"] == second, summary
+    assert_same_rows(pq.read_table(out), hudi_rs_incremental(base, first, None))
+    assert summary["rows"] == 2
+
+    # an end bound before any instant of the range: nothing, checkpoint stays at the begin
+    r = CliRunner().invoke(cli, [*args[:5], "0", "--end-instant-time", "20250101000000000", "-o", str(out), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["checkpoint"] == "0", r.output
+    assert pq.read_table(out).num_rows == 0
+
+    r = CliRunner().invoke(cli, ["read", str(base), "--query-type", "incremental", "-o", str(out)])
+    assert r.exit_code != 0 and "--begin-instant-time" in r.output
+    r = CliRunner().invoke(cli, ["read", str(base), "--begin-instant-time", first, "-o", str(out)])
+    assert r.exit_code != 0 and "--query-type incremental" in r.output

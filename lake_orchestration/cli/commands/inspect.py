@@ -6,9 +6,10 @@ from typing import Any
 
 import click
 
-from lake_orchestration.cli.common import open_table
+from lake_orchestration.cli.common import open_table, option_passthrough, parse_options
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.hudi.table import HudiTable
 
 
@@ -169,6 +170,12 @@ def fsview_show(path: str, all_slices: bool, out: Output) -> None:
 # -- read ---------------------------------------------------------------------------------------------------------
 def _print_read(summary: dict[str, Any]) -> None:
     click.echo(f"Wrote {summary['rows']} rows from {summary['file_slices']} file slices to {summary['output']}")
+    if summary.get("query_type") == "incremental":
+        how = " (full table scan)" if summary["full_table_scan"] else ""
+        click.echo(
+            f"Incremental ({summary['begin_instant_time']}, {summary['end_instant_time'] or 'latest'}]: "
+            f"{len(summary['instants'])} instant(s){how}; checkpoint {summary['checkpoint']}"
+        )
     if summary["corrupt_blocks"]:
         click.echo(f"Warning: skipped {summary['corrupt_blocks']} corrupt log block(s)", err=True)
 
@@ -177,14 +184,111 @@ def _print_read(summary: dict[str, Any]) -> None:
 @click.argument("path")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
 @click.option("--as-of", default=None, help="Read as of this completed instant (default: latest).")
+@click.option(
+    "--query-type",
+    type=click.Choice(["snapshot", "incremental"]),
+    default=None,
+    help=f"{HoodieKey.QUERY_TYPE.key} (default: snapshot). incremental: the records written in "
+    "(--begin-instant-time, --end-instant-time], each at its latest version in the range.",
+)
+@click.option(
+    "--begin-instant-time",
+    default=None,
+    help=f"{HoodieKey.READ_BEGIN_INSTANTTIME.key}: exclusive lower bound of an incremental query (0: from the start).",
+)
+@click.option(
+    "--end-instant-time",
+    default=None,
+    help=f"{HoodieKey.READ_END_INSTANTTIME.key}: inclusive upper bound (default: the latest completed commit).",
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    help="A Hudi read option as key=value (repeatable), e.g. "
+    f"{HoodieKey.READ_TIMELINE_HOLES_RESOLUTION_POLICY.key}=BLOCK.",
+)
+@option_passthrough
 @json_option("Print the read summary as JSON.")
 @storage_options
-def read_cmd(path: str, output: str, as_of: str | None, out: Output) -> None:
-    """Write the merged snapshot (all columns, meta columns included) to a parquet file.
+def read_cmd(
+    path: str,
+    output: str,
+    as_of: str | None,
+    query_type: str | None,
+    begin_instant_time: str | None,
+    end_instant_time: str | None,
+    options: tuple[str, ...],
+    out: Output,
+) -> None:
+    """Write the merged snapshot (all columns, meta columns included) to a parquet file, or with
+    ``--query-type incremental`` the records a range of commits wrote (docs/incremental.md).
 
     The rows go to a temporary file next to OUTPUT, renamed to OUTPUT once the whole snapshot is read: a read that
     fails (a log block that does not decode, ...) leaves no partial OUTPUT and an existing OUTPUT untouched.
     """
+    opts = parse_options(options)
+    query = (query_type or opts.get(HoodieKey.QUERY_TYPE.key) or "snapshot").strip().lower()
+    begin = begin_instant_time or opts.get(HoodieKey.READ_BEGIN_INSTANTTIME.key)
+    end = end_instant_time or opts.get(HoodieKey.READ_END_INSTANTTIME.key)
+    if query == "incremental":
+        if begin is None:
+            raise click.UsageError(
+                f"--query-type incremental needs --begin-instant-time ({HoodieKey.READ_BEGIN_INSTANTTIME.key}): the "
+                "exclusive lower bound, e.g. 0 for every commit or the checkpoint of the previous read"
+            )
+        if as_of is not None:
+            raise click.UsageError("--as-of is a snapshot option; an incremental query takes --end-instant-time")
+        _read_incremental_cmd(path, output, begin, end, opts, out)
+        return
+    if query != "snapshot":
+        raise click.UsageError(f"{HoodieKey.QUERY_TYPE.key}={query!r}: expected snapshot or incremental")
+    if begin is not None or end is not None:
+        raise click.UsageError("--begin-instant-time / --end-instant-time need --query-type incremental")
+    _read_snapshot_cmd(path, output, as_of, opts, out)
+
+
+def _read_incremental_cmd(
+    path: str, output: str, begin: str, end: str | None, opts: dict[str, str], out: Output
+) -> None:
+    import contextlib
+    import os
+
+    import pyarrow.parquet as pq
+
+    from lake_orchestration.hudi.table.incremental import read_incremental
+
+    result = read_incremental(open_table(path), begin_instant_time=begin, end_instant_time=end, options=opts)
+    tmp = os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(result.table, tmp)
+        os.replace(tmp, output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    stats = result.stats
+    summary = {
+        "output": output,
+        "query_type": "incremental",
+        "begin_instant_time": begin,
+        "end_instant_time": end,
+        "instants": [str(i.time) for i in result.instants],
+        "checkpoint": result.checkpoint,
+        "full_table_scan": result.full_table_scan,
+        "rows": result.num_rows,
+        "file_slices": stats.file_slices,
+        "base_files": stats.base_files,
+        "log_files": stats.log_files,
+        "log_blocks": stats.log_blocks,
+        "log_records": stats.log_records,
+        "corrupt_blocks": stats.corrupt_blocks,
+        "rollback_blocks": stats.rollback_blocks,
+    }
+    out.show(summary, _print_read)
+
+
+def _read_snapshot_cmd(path: str, output: str, as_of: str | None, opts: dict[str, str], out: Output) -> None:
     import contextlib
     import os
 
@@ -199,7 +303,7 @@ def read_cmd(path: str, output: str, as_of: str | None, out: Output) -> None:
     tmp = os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.{os.getpid()}.tmp")
     try:
         try:
-            for part in read_snapshot(t, as_of=as_of, stats=stats):
+            for part in read_snapshot(t, as_of=as_of, stats=stats, options=opts or None):
                 if writer is None:
                     schema = part.schema
                     writer = pq.ParquetWriter(tmp, schema)
