@@ -34,6 +34,7 @@ from lake_orchestration.hudi.services.clean.planner import schedule_clean
 from lake_orchestration.hudi.services.clean.recovery import pending_cleans
 from lake_orchestration.hudi.services.clean.service import execute_clean
 from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from lake_orchestration.hudi.table.lock import IN_PROCESS_LOCK_PROVIDER
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,9 @@ def clean_metadata_table(mdt: HudiTable, instant: str, options: Mapping[str, str
             todo.append(str(inst.time))
     for t in todo:
         log.info("Cleaning the metadata table %s at %s", mdt.base_uri, t)
+        # only a holder of the data table's lock cleans the MDT: the heartbeat of a pending MDT clean is that of a
+        # dead attempt (a crash), however fresh, and must not make this one wait out its expiry
+        mdt.storage.delete_file(heartbeat_path(mdt.storage, InstantTime(t, where=mdt.base_uri)), missing_ok=True)
         execute_clean(mdt, t, config=cfg)
     return todo
 
