@@ -191,8 +191,10 @@ class HoodieKey(enum.Enum):
     METADATA_ENABLE = (
         "hoodie.metadata.enable",
         "true",
-        "Java writers keep a metadata table; lake_orchestration never updates it, so writes, cleans, compactions and "
-        "rollbacks refuse such a table unless this is false, which deletes it first.",
+        "Keep the table's metadata table (files partition): every action updates it; false deletes it first, as a "
+        "Java writer with that setting does. Given explicitly as true to a write, a table without one gets one "
+        "(initialised at Java's instant, the latest one + 010, unless an instant is pending; `lake-orch metadata init` "
+        "does the same).",
     )
     METADATA_COMPACT_MAX_DELTA_COMMITS = (
         "hoodie.metadata.compact.max.delta.commits",

@@ -285,19 +285,24 @@ class HudiTable:
         elif not exists:  # the property names partitions, the table is gone: the commit could not update it
             found = (
                 f"no table in it, although {HoodieKey.METADATA_PARTITIONS.key} lists {partitions} (deleted without "
-                "clearing the property; this project does not initialise a metadata table yet)"
+                "clearing the property)"
             )
         else:
             found = (
-                f"a folder .hoodie/metadata but {HoodieKey.METADATA_PARTITIONS.key} does not list 'files' (not "
-                "initialised)"
+                f"a folder .hoodie/metadata but {HoodieKey.METADATA_PARTITIONS.key} does not list 'files' (a "
+                "half-made initialisation)"
             )
         raise MetadataTableError(
             self.base_uri,
             f"has a metadata table (.hoodie/metadata) with {found}: Java readers using them would see stale "
             "indexes. Either pass hoodie.metadata.enable=false (CLI: --option hoodie.metadata.enable=false), which "
             "deletes the metadata table as a Java writer with that setting does (Java rebuilds it on its next write), "
-            f"or run {service} with Java Hudi on this table",
+            f"or run {service} with Java Hudi on this table"
+            + (
+                ""
+                if others
+                else "; or rebuild it: lake-orch metadata init PATH (or a write with hoodie.metadata.enable=true)"
+            ),
         )
 
     def ensure_no_change_log(self, *, service: str) -> None:
