@@ -45,6 +45,7 @@ _KILLED_INIT = textwrap.dedent(
     import os, sys
     from lake_orchestration.hudi.metadata.initialize import initialize_metadata_table
     from lake_orchestration.hudi.table.hudi_table import HudiTable
+    from lake_orchestration.hudi.table.lock import LockConfig
 
     orig = HudiTable.update_properties
     def dying(self, updates, *, remove=()):
@@ -53,7 +54,10 @@ _KILLED_INIT = textwrap.dedent(
             os._exit(137)
         return orig(self, updates, remove=remove)
     HudiTable.update_properties = dying
-    initialize_metadata_table(HudiTable(sys.argv[1]))
+    # the in-process lock: no lock file left behind for the next run to wait 20 s on (the crash under test is the
+    # MDT/property order; stale lock files have their own tests)
+    lock = LockConfig.from_options({"hoodie.write.lock.provider": "InProcessLockProvider"})
+    initialize_metadata_table(HudiTable(sys.argv[1]), lock=lock)
     """
 )
 
