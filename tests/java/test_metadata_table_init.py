@@ -37,6 +37,7 @@ from tests.java.test_metadata_table_services import MDT_DEFAULTS, READ_MDT, _che
 pytestmark = [pytest.mark.java]
 
 MOR = TableType.MERGE_ON_READ
+DIRECTION = "our metadata-table initialisation → Java validates, reads, writes on top"
 
 # Our initialisation in a subprocess that dies (os._exit, as a SIGKILL) when it would name the MDT in the data
 # table's hoodie.properties: after the MDT's initialising deltacommit completed.
@@ -77,7 +78,7 @@ def _init_records(path: Path, instant: str) -> tuple[Path, list]:
 
 
 @pytest.mark.interop(
-    direction="we create a table with hoodie.metadata.enable=true → Java validates, reads, writes on top",
+    direction=DIRECTION,
     table="MOR partitioned, metadata table initialised by us",
     service="metadata table initialisation (new table)",
     checks="validate_metadata_table_files = storage listing; Java reads through the MDT; hudi-rs decodes our base "
@@ -114,7 +115,7 @@ def test_new_table_gets_a_metadata_table(java_hudi: JavaHudi, tmp_path: Path) ->
 
 
 @pytest.mark.interop(
-    direction="Java writes with hoodie.metadata.enable=false → our init (killed, then by our upsert) → Java validates",
+    direction=DIRECTION,
     table="MOR partitioned, no metadata table",
     service="metadata table initialisation (existing table, crash before the property)",
     checks="half-made MDT ignored by our reader and Java's; validate_metadata_table_files after the repair; Java's "
