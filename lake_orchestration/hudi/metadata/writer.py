@@ -12,8 +12,9 @@ What changes the ``files`` partition comes from the data action's metadata, as J
 ``HoodieTableMetadataUtil.convertMetadataToRecords`` derives it: :func:`update_from_commit`,
 :func:`update_from_clean`, :func:`update_from_rollback`.
 
-The MDT compaction (``<t>001``) is in :mod:`~.table_services`. Not here yet: MDT clean (``<t>002``), archival,
-initialisation, the other MDT partitions (``column_stats``, ``bloom_filters``, ``record_index``: refused).
+The MDT compaction (``<t>001``), clean and archival are in :mod:`~.table_services`, the initialisation (``<L>010``)
+in :mod:`~.initialize`. Not here yet: the other MDT partitions (``column_stats``, ``bloom_filters``,
+``record_index``: refused).
 """
 
 from __future__ import annotations
@@ -323,7 +324,7 @@ def check_partitions(table: HudiTable) -> None:
         raise MetadataTableError(
             table.base_uri,
             f"{HoodieKey.METADATA_PARTITIONS.key}={','.join(enabled) or '(empty)'} does not list 'files': the metadata "
-            "table is not initialised (Java initialises it on its next write)",
+            "table is not initialised (Java initialises it on its next write; so does lake-orch metadata init)",
         )
     unsupported = [p for p in enabled if p not in SUPPORTED_PARTITIONS]
     if unsupported:
