@@ -147,6 +147,15 @@ class _Fleet:
     def __init__(self, tables: Sequence[HudiTableConfig]) -> None:
         self.configs = {t.name: t for t in tables}
         self.tables = {t.name: t for t in fleet_tables(tables)}
+        self._storage: dict[str, Any] = {}
+        self.spark_keys = {"pyspark"} if any(t.engine == "spark" for t in tables) else set()
+        """The execute steps need the ``pyspark`` resource when a table runs on Spark."""
+
+    def storage(self, name: str) -> Any:
+        """The table's :class:`~lake_orchestration.io.storage.Storage`, made once (a tick is then 1 LIST a table)."""
+        if name not in self._storage:
+            self._storage[name] = self.tables[name].storage()
+        return self._storage[name]
 
     def config(self, name: str) -> HudiTableConfig:
         try:
@@ -228,7 +237,7 @@ def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
     def clean_plan_op(context: dg.OpExecutionContext, config: MaintenanceRunConfig) -> CleanPlans:
         return clean_plan_step(context, fleet.of_run(context), config)
 
-    @_fleet_op("clean_execute", "clean", retry, required_resource_keys={"pyspark"})
+    @_fleet_op("clean_execute", "clean", retry, required_resource_keys=fleet.spark_keys)
     def clean_execute_op(context: dg.OpExecutionContext, planned: CleanPlans) -> CleanExecutions:
         return clean_execute_step(context, fleet.of_run(context), planned)
 
@@ -271,7 +280,7 @@ def _build_compaction_asset(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.AssetsDe
         retry_policy=retry,
         pool=COMPACTION_POOL,
         tags={SERVICE_TAG: "compaction"},
-        required_resource_keys={"pyspark"},
+        required_resource_keys=fleet.spark_keys,
     )
     def execute_plan_op(context: dg.OpExecutionContext) -> Any:
         table, instant = split_partition_key(context.partition_key)
@@ -296,21 +305,11 @@ def _build_compaction_asset(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.AssetsDe
 
 
 # -- fleet health --------------------------------------------------------------------------------------------------
-_NUMERIC_TOTALS = (
-    "tables",
-    "tables_in_breach",
-    "pending_compactions",
-    "max_log_files_per_slice",
-    "max_pending_compaction_age_s",
-    "max_cleaner_lag_commits",
-    "max_active_instants",
-    "max_metadata_table_lag",
-    "small_files",
-)
-
-
 def health_metadata(health: Any) -> dict[str, dg.MetadataValue]:
-    """The fleet health asset's metadata: a row per table (``dagster`` table metadata) and the totals as numbers."""
+    """The fleet health asset's metadata: a row per table (Dagster table metadata, ``tables_health``), the names of
+    the tables in breach, and the fleet-wide figures of :meth:`~lake_orchestration.fleet.health.FleetHealth.
+    aggregates` as numbers, which Dagster plots over time (``tables_breaching``, ``total_pending_compactions``,
+    ``max_max_log_files_per_slice`` ...)."""
     records = health.as_records()
     columns: list[str] = []
     for r in records:
@@ -340,30 +339,9 @@ def health_metadata(health: Any) -> dict[str, dg.MetadataValue]:
         "tables_health": dg.MetadataValue.table(records=rows, schema=schema),
         "breaching_tables": dg.MetadataValue.json(breaching),
     }
-    for k, v in totals(health).items():
+    for k, v in health.aggregates().items():  # tables_breaching, total_pending_compactions, max_... (plotted)
         md[k] = dg.MetadataValue.float(float(v)) if isinstance(v, float) else dg.MetadataValue.int(int(v))
     return md
-
-
-def totals(health: Any) -> dict[str, int | float]:
-    """The fleet-wide figures Dagster plots over time (computed from the rows)."""
-    rows = health.rows
-
-    def mx(attr: str) -> Any:
-        vals = [getattr(r, attr) for r in rows if getattr(r, attr, None) is not None]
-        return max(vals) if vals else 0
-
-    return {
-        "tables": len(rows),
-        "tables_in_breach": sum(1 for r in rows if r.breaches),
-        "pending_compactions": sum(getattr(r, "pending_compactions", 0) or 0 for r in rows),
-        "max_log_files_per_slice": mx("max_log_files_per_slice"),
-        "max_pending_compaction_age_s": float(mx("oldest_pending_compaction_age_s") or 0.0),
-        "max_cleaner_lag_commits": mx("cleaner_lag_commits"),
-        "max_active_instants": mx("active_instants"),
-        "max_metadata_table_lag": mx("metadata_table_lag"),
-        "small_files": sum(getattr(r, "small_files", 0) or 0 for r in rows),
-    }
 
 
 def _build_health_asset(fleet: _Fleet) -> dg.AssetsDefinition:
@@ -386,9 +364,9 @@ def _build_health_asset(fleet: _Fleet) -> dg.AssetsDefinition:
 
         started = time.perf_counter()
         health = fleet_health(list(fleet.tables.values()))
+        breaching = {r.name: list(r.breaches) for r in health.rows if r.breaches}
         md = health_metadata(health)
         md["seconds"] = dg.MetadataValue.float(round(time.perf_counter() - started, 3))
-        breaching = {r.name: list(r.breaches) for r in health.rows if r.breaches}
         context.log.info(
             f"fleet: {len(health.rows)} table(s), {len(breaching)} in breach"
             + (f": {', '.join(sorted(breaching))}" if breaching else "")
@@ -470,7 +448,12 @@ def evaluate(
         table = fleet.tables[name]
         if table.format != "hudi":
             continue
-        p = probe(table, previous=(previous or {}).get(name) if previous is not None else None)
+        try:
+            storage = fleet.storage(name)
+        except Exception as err:  # a secret not set, an unknown endpoint: this table only
+            tick.errors[name] = f"{type(err).__name__}: {err}"
+            continue
+        p = probe(table, previous=(previous or {}).get(name), storage=storage)
         tick.probed += 1
         if p.error:
             tick.errors[name] = p.error
