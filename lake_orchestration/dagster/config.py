@@ -373,6 +373,20 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     """Dagster retries of a failed service step (compaction partition, schedule, rollback)."""
     retry_delay_seconds: float = pydantic.Field(default=10.0, ge=0)
     """Delay before the first retry; doubles on each further retry (exponential backoff)."""
+    policy: dict[str, Any] = {}  # noqa: RUF012
+    """The table's fleet policy (:class:`~lake_orchestration.fleet.config.TablePolicy`: ``weight``, ``pool`` and the
+    health thresholds), read by the fleet model (:mod:`lake_orchestration.dagster.fleet`); checked when loaded."""
+
+    @pydantic.field_validator("policy")
+    @classmethod
+    def _policy(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from lake_orchestration.fleet.config import TablePolicy
+
+        try:
+            TablePolicy.from_mapping(v, where="policy")
+        except LakeOrchestrationError as err:
+            raise ValueError(str(err).removeprefix("policy: ")) from err
+        return v
 
     @pydantic.field_validator("name")
     @classmethod
@@ -599,6 +613,11 @@ class HudiTablesFile(dg.Model):
     """The tables."""
     spark_config: dict[str, OptionValue] = {}  # noqa: RUF012
     """``spark.*`` configuration of the ``pyspark`` resource over the default (``spark.master=local[*]``)."""
+    fleet: bool | Literal["auto"] = "auto"
+    """The fleet model (:mod:`lake_orchestration.dagster.fleet`: shared jobs, one sensor per service kind) or the
+    per-table model; ``auto``: the fleet model from ``FLEET_AUTO_MIN_TABLES`` (20) tables on."""
+    fleet_budget_per_tick: int = pydantic.Field(default=20, ge=1)
+    """Runs a fleet sensor requests at most per tick."""
 
 
 CONFIG_ENV_VAR = "LAKE_ORCHESTRATION_CONFIG"
@@ -648,7 +667,10 @@ def validate_tables(entries: Any, *, where: str) -> list[HudiTableConfig]:
 
 
 def load_config_file(path: str | Path, *, allow_list: bool = False) -> HudiTablesFile:
-    """Read a config file: top level ``tables:`` (a list of :class:`HudiTableConfig` entries) and ``spark_config:``.
+    """Read a config file: top level ``tables:`` (a list of :class:`HudiTableConfig` entries) and ``spark_config:``;
+    with ``defaults:`` or ``discover:``, the entries are the fleet's (:func:`~lake_orchestration.fleet.config.
+    expand_entries`: defaults deep-merged under each table, discovered tables added); ``fleet:`` and
+    ``fleet_budget_per_tick:`` choose the model (:data:`TOP_LEVEL_KEYS`).
 
     Args:
         path: the YAML file.
@@ -676,14 +698,38 @@ def load_config_file(path: str | Path, *, allow_list: bool = False) -> HudiTable
         raise HudiConfigError(
             where, f"expected a mapping with 'tables:' (and optionally 'spark_config:'), got {type(data).__name__}"
         )
-    unknown = sorted(set(data) - {"tables", "spark_config"})
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
     if unknown:
-        raise HudiConfigError(where, f"unknown top-level keys {unknown}: expected 'tables' and 'spark_config'")
-    if "tables" not in data:
+        raise HudiConfigError(where, f"unknown top-level keys {unknown}: expected {', '.join(TOP_LEVEL_KEYS)}")
+    if "defaults" in data or "discover" in data:
+        # the fleet's YAML: defaults laid under every table, tables discovered under prefixes
+        from lake_orchestration.fleet.config import FleetConfigError, expand_entries
+
+        fleet_keys = ("defaults", "tables", "discover", "spark_config")
+        try:
+            entries: Any = expand_entries({k: data[k] for k in fleet_keys if k in data}, where=where)
+        except FleetConfigError as err:
+            raise HudiConfigError(err.where, err.detail) from err
+    elif "tables" not in data:
         raise HudiConfigError(where, "missing 'tables:' (a list of tables with name and base_path)")
-    tables = validate_tables(data["tables"], where=where)
+    else:
+        entries = data["tables"]
+    tables = validate_tables(entries, where=where)
     spark = data.get("spark_config") or {}
     if not isinstance(spark, Mapping):
         raise HudiConfigError(where, f"spark_config: expected a mapping of spark.* keys, got {spark!r}")
     normalize_spark_config(spark, where=f"{where}: spark_config")
-    return HudiTablesFile(tables=tables, spark_config=dict(spark))
+    fleet = data.get("fleet", "auto")
+    if not isinstance(fleet, bool) and fleet != "auto":
+        raise HudiConfigError(where, f"fleet: expected true, false or auto, got {fleet!r}")
+    budget = data.get("fleet_budget_per_tick", 20)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise HudiConfigError(where, f"fleet_budget_per_tick: expected a whole number >= 1, got {budget!r}")
+    return HudiTablesFile(tables=tables, spark_config=dict(spark), fleet=fleet, fleet_budget_per_tick=budget)
+
+
+TOP_LEVEL_KEYS = ("tables", "spark_config", "defaults", "discover", "fleet", "fleet_budget_per_tick")
+"""The top-level keys of the code location's config file: ``tables:`` and ``spark_config:``; the fleet's
+``defaults:`` (laid under every table) and ``discover:`` (tables found under prefixes,
+:func:`lake_orchestration.fleet.config.expand_entries`); ``fleet:`` (``true``, ``false``, ``auto``) and
+``fleet_budget_per_tick:`` (:mod:`lake_orchestration.dagster.fleet`)."""

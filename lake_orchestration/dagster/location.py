@@ -9,6 +9,9 @@ Where the config file comes from, first match wins:
    (:func:`lake_orchestration.demo.definitions.demo_location`: the table ``demo_trips`` under
    ``$LAKE_ORCH_DEMO_DIR``, default ``./demo-tables``, created if absent, with the demo ingest asset, job and
    schedule).
+
+The file's tables get the fleet model (shared jobs, one sensor per service kind: :mod:`lake_orchestration.dagster.
+fleet`) with ``fleet: true``, or with ``fleet: auto`` (the default) from 20 tables on; else the per-table model.
 """
 
 import logging
@@ -23,6 +26,7 @@ from lake_orchestration.dagster.config import (
     DEFAULT_CONFIG_FILE,
     DEPRECATED_CONFIG_ENV_VAR,
     HudiConfigError,
+    HudiTablesFile,
     load_config_file,
 )
 from lake_orchestration.dagster.definitions import build_hudi_definitions
@@ -41,6 +45,19 @@ def config_file_path(environ: Mapping[str, str] | None = None, *, cwd: Path | No
     if default.is_file():
         return default, "default location"
     return None
+
+
+def definitions_of(cfg: HudiTablesFile) -> dg.Definitions:
+    """The definitions of a loaded config file: the fleet model (:func:`~lake_orchestration.dagster.fleet.
+    build_fleet_definitions`) when ``fleet: true``, or ``auto`` with at least ``FLEET_AUTO_MIN_TABLES`` tables; else
+    the per-table model (:func:`~lake_orchestration.dagster.definitions.build_hudi_definitions`)."""
+    from lake_orchestration.dagster.fleet import build_fleet_definitions, use_fleet_model
+
+    if use_fleet_model(cfg.fleet, len(cfg.tables)):
+        return build_fleet_definitions(
+            tables=cfg.tables, spark_config=cfg.spark_config, budget_per_tick=cfg.fleet_budget_per_tick
+        )
+    return build_hudi_definitions(tables=cfg.tables, spark_config=cfg.spark_config)
 
 
 def load_code_location(
@@ -68,7 +85,7 @@ def load_code_location(
         if source == DEPRECATED_CONFIG_ENV_VAR:
             _log.warning("%s is deprecated: set %s=%s instead", DEPRECATED_CONFIG_ENV_VAR, CONFIG_ENV_VAR, path)
         cfg = load_config_file(path, allow_list=source == DEPRECATED_CONFIG_ENV_VAR)
-        return build_hudi_definitions(tables=cfg.tables, spark_config=cfg.spark_config)
+        return definitions_of(cfg)
     if fallback is None:
         raise HudiConfigError(
             "code location",
