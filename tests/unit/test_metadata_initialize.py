@@ -22,7 +22,7 @@ from lake_orchestration.hudi.metadata.initialize import (
     initialize_metadata_table,
 )
 from lake_orchestration.hudi.metadata.reader import metadata_file_listing
-from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -112,11 +112,17 @@ def test_initialise_lists_every_committed_file(table_root: Path) -> None:
 
 def test_pending_instant_skips_and_the_write_goes_on(table_root: Path) -> None:
     table = HudiTable(str(table_root))
-    pending = table.create_requested(Instant(InstantTime("20990101000000000"), Action.COMPACTION, State.REQUESTED))
+    # another writer's write, started and not completed
+    pending = table.create_requested(Instant(table.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
     skipped = initialize_metadata_table(table)
     assert skipped.skipped == "data instants are pending" and skipped.pending == (pending.file_name,)
     assert not (table_root / ".hoodie/metadata").exists()
-    (table_root / ".hoodie" / pending.file_name).unlink()
+    # a write asking for the metadata table goes on without one, as Java's
+    options = replace(OPTIONS, options={**OPTIONS.options, "hoodie.metadata.enable": "true"})
+    done = write_table(str(table_root), generate_trips(10, partitions=2, seed=5), operation="insert", options=options)
+    assert HudiTable(str(table_root)).timeline.get(done.instant, Action.DELTA_COMMIT).is_completed
+    assert not (table_root / ".hoodie/metadata").exists()
+    assert HudiTable(str(table_root)).metadata_partitions() == []
 
 
 def test_half_made_metadata_table_is_rebuilt(table_root: Path) -> None:

@@ -299,20 +299,20 @@ def _leftovers(table: HudiTable) -> tuple[str, ...]:
             f"{HoodieKey.METADATA_PARTITIONS.key}={','.join(table.metadata_partitions())} "
             "(no metadata table in .hoodie/metadata)"
         )
-    if table.storage.exists(table.storage.join(METADATA_TABLE_DIR)):
+    if table.metadata_table_exists() or table.storage.exists(table.storage.join(METADATA_TABLE_DIR)):
         out.append(table.storage.uri(table.storage.join(METADATA_TABLE_DIR)))
     return tuple(out)
 
 
 def _remove_half_made(table: HudiTable, removed: tuple[str, ...]) -> None:
-    """Clear a stale property first (readers list storage from here), then delete ``.hoodie/metadata``: no reader
-    uses it, since the property does not name it."""
-    if not removed:
-        return
+    """Clear a stale property first (readers list storage from here), then delete whatever ``.hoodie/metadata``
+    holds (always: a crash may have left files without a ``hoodie.properties``): no reader uses it, since the
+    property does not name it."""
     keys = (HoodieKey.METADATA_PARTITIONS.key, HoodieKey.METADATA_PARTITIONS_INFLIGHT.key)
-    if any(k in table.config.raw for k in keys):
+    if any((table.config.raw.get(k) or "").strip() for k in keys):
         table.update_properties({}, remove=keys)
-    log.warning("Removing the half-made metadata table of %s before initialising it: %s", table.base_uri, removed)
+    if removed:
+        log.warning("Removing the half-made metadata table of %s before initialising it: %s", table.base_uri, removed)
     table.storage.delete_dir(table.storage.join(METADATA_TABLE_DIR))
     table.refresh()
 
