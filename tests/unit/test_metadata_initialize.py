@@ -140,3 +140,23 @@ def test_half_made_metadata_table_is_rebuilt(table_root: Path) -> None:
     rebuilt = initialize_metadata_table(HudiTable(str(table_root)))
     assert rebuilt.removed and rebuilt.initialized
     assert _listing(table_root) == _storage_files(table_root)
+
+
+def test_cli_metadata_init(table_root: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from lake_orchestration.cli.app import cli
+
+    runner = CliRunner()
+    dry = runner.invoke(cli, ["metadata", "init", str(table_root), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.output)
+    assert plan["dry_run"] and plan["instant"].endswith("010") and plan["partitions"] == 2
+    assert not (table_root / ".hoodie/metadata").exists()
+    done = runner.invoke(cli, ["metadata", "init", str(table_root)])
+    assert done.exit_code == 0 and f"Initialised the metadata table at {plan['instant']}" in done.output, done.output
+    assert _listing(table_root) == _storage_files(table_root)
+    again = runner.invoke(cli, ["metadata", "init", str(table_root)])
+    assert again.exit_code == 0 and "already initialised" in again.output
