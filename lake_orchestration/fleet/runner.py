@@ -61,7 +61,7 @@ class ServiceOutcome:
 
 @dataclass(frozen=True, kw_only=True)
 class FleetRunResult:
-    """The outcomes of a fleet run, table by table in the fleet's order."""
+    """The outcomes of a fleet run, table by table, most overdue x weight first."""
 
     outcomes: list[ServiceOutcome] = field(default_factory=list)
     probes: list[TableProbe] = field(default_factory=list)
@@ -194,6 +194,12 @@ def _run_table(
     return out
 
 
+def priority(table: FleetTable, p: TableProbe, services: Sequence[str]) -> float:
+    """The largest ``overdue x weight`` of the table's due ``services`` (0 when none is due or the probe failed)."""
+    due = [d.overdue for s, d in p.due.items() if s in services and d.needed]
+    return max(due, default=0.0) * table.policy.weight
+
+
 def plan_fleet(tables: Iterable[FleetTable], *, parallelism: int = 8) -> list[TableProbe]:
     """A probe of every table (no previous fingerprint: every table judged), ``parallelism`` at a time."""
     tables = list(tables)
@@ -211,7 +217,8 @@ def run_fleet(
     on_probed: Callable[[list[TableProbe]], None] | None = None,
     on_outcome: ProgressCallback | None = None,
 ) -> FleetRunResult:
-    """Probe every table, then run each table's due ``services`` (see the module doc).
+    """Probe every table, then run each table's due ``services`` (see the module doc), the tables furthest past a
+    trigger (``overdue x weight``, :func:`priority`) first; the outcomes come in that order.
 
     Args:
         tables: the fleet (or the tables chosen).
@@ -227,11 +234,13 @@ def run_fleet(
     probes = plan_fleet(tables, parallelism=parallelism)
     if on_probed is not None:
         on_probed(probes)
+    # the table furthest past a trigger (x its weight) starts first; unreadable tables last
+    ranked = sorted(zip(tables, probes, strict=True), key=lambda tp: -priority(tp[0], tp[1], services))
     with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(tables) or 1))) as pool:
         per_table = list(
             pool.map(
                 lambda tp: _run_table(tp[0], tp[1], services, dry_run=dry_run, engine=engine, on_outcome=on_outcome),
-                zip(tables, probes, strict=True),
+                ranked,
             )
         )
     outcomes = [o for outs in per_table for o in outs]
