@@ -42,7 +42,7 @@ def _compare(java: JavaHudi, path: Path, begin: str, end: str | None) -> int:
 
 @pytest.mark.interop(
     direction="Java writes → our reader, Java reads",
-    table="COW and MOR partitioned",
+    table="partitioned",
     service="incremental query (ours)",
     checks="ranges (first commit, a middle commit, first to latest): same records, versions and commit times as "
     "Java's incremental query",
