@@ -209,15 +209,52 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
         due["clean"] = Due(eligible and by_trigger >= 1.0, round(by_trigger if eligible else 0.0, 3), why)
 
     # archive
-    arch = ArchiveConfig.from_options(dict(options))
-    write_commits = [i for i in completed if i.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)]
-    n = len(write_commits)
-    due["archive"] = Due(
-        n > arch.max_commits,
-        round(n / arch.max_commits, 3) if arch.max_commits else 0.0,
-        f"{n} completed commits on the active timeline (hoodie.keep.max.commits {arch.max_commits})",
-    )
+    due["archive"] = _archive_due(tl, ArchiveConfig.from_options(dict(options)), is_mor=is_mor)
     return due
+
+
+def _archive_due(tl: Any, arch: Any, *, is_mor: bool) -> Due:
+    """Archival from the timeline, with the archiver's own timeline rules (``HoodieTimelineArchiver
+    .getCommitInstantsToArchive`` as :mod:`lake_orchestration.hudi.services.archive.planner` has them): more completed
+    commits than ``hoodie.keep.max.commits`` (raised to what the cleaner retains), and at least one of them archivable:
+    before the oldest pending write, the first savepoint and, on merge-on-read, the deltacommits a compaction still
+    needs. Not judged here (they need file reads): the clustering bound of the last clean's plan and the metadata
+    table's compaction bound; when they hold everything back, the archive run is a no-op."""
+    from lake_orchestration.hudi.model.instant import WRITE_ACTIONS, Action
+    from lake_orchestration.hudi.services.archive.planner import (
+        COMMIT_ACTIONS,
+        min_and_max_to_keep,
+        oldest_instant_to_retain_for_compaction,
+    )
+    from lake_orchestration.hudi.services.compaction.config import TriggerStrategy
+
+    commits = list(tl.with_actions(*COMMIT_ACTIONS).completed())
+    lo, hi, _ectr = min_and_max_to_keep(tl, arch)
+    n = len(commits)
+    overdue = round(n / hi, 3) if hi else 0.0
+    if n <= hi:
+        return Due(False, overdue, f"{n} completed commits <= hoodie.keep.max.commits {hi}")
+    bounds = []
+    pending = tl.filter(lambda i: i.action in WRITE_ACTIONS and not i.is_completed).first
+    if pending is not None:
+        bounds.append(str(pending.time))
+    savepoint = tl.with_actions(Action.SAVEPOINT).completed().first
+    if savepoint is not None and not arch.archive_beyond_savepoint:
+        bounds.append(str(savepoint.time))
+    if is_mor and arch.compaction_trigger in (TriggerStrategy.NUM_COMMITS, TriggerStrategy.NUM_AND_TIME):
+        keep = oldest_instant_to_retain_for_compaction(tl, arch.max_delta_commits)
+        if keep is not None:
+            bounds.append(str(keep.time))
+    limit = min(bounds, default=None)
+    archivable = [c for c in commits if limit is None or str(c.time) < limit][: max(0, n - lo)]
+    if not archivable:
+        return Due(
+            False,
+            0.0,
+            f"{n} completed commits > {hi}, none archivable yet (pending work, a savepoint or a "
+            "compaction still needs them)",
+        )
+    return Due(True, overdue, f"{n} completed commits on the active timeline > hoodie.keep.max.commits {hi}")
 
 
 def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) -> tuple[bool, str]:
