@@ -7,8 +7,7 @@ from pathlib import Path
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
-from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.incremental import read_incremental, read_incremental_table
+from lake_orchestration.hudi.table import HudiTable, read_incremental, read_incremental_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 
 path = str(Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()) / "trips")
