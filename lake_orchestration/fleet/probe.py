@@ -8,7 +8,9 @@ table: from its latest snapshot's levels), with cheap versions of the services' 
 - ``compaction`` (MERGE_ON_READ): pending plans to execute, or ``hoodie.compact.inline.trigger.strategy`` over the
   deltacommits since the last compaction (``hoodie.compact.inline.max.delta.commits``, ``...max.delta.seconds``),
   as Hudi's ``ScheduleCompactionActionExecutor.needCompact``. A copy-on-write table (no deltacommit) never is.
-- ``log_compaction``: pending log-compaction plans to execute (scheduling one needs the log blocks: not cheap).
+- ``log_compaction``: pending log-compaction plans, or at least ``hoodie.log.compaction.blocks.threshold``
+  deltacommits since the last compaction or log compaction (a deltacommit adds at most one log block to a slice;
+  the scheduler then counts the real blocks).
 - ``clean``: ``hoodie.clean.trigger.strategy`` NUM_COMMITS (``hoodie.clean.max.commits`` commits since the last
   clean, as ``CleanPlanActionExecutor.needsCleaning``), and, for ``KEEP_LATEST_COMMITS``, more completed commits than
   ``hoodie.cleaner.commits.retained`` (else the planner has no earliest commit to retain and nothing to clean);
@@ -178,11 +180,32 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
     else:
         due["compaction"] = Due(False, 0.0, "copy-on-write: no deltacommits")
 
-    # log compaction: only pending plans (scheduling one reads the log blocks)
+    # log compaction: pending plans, or enough deltacommits since the last (log) compaction that a slice may hold
+    # hoodie.log.compaction.blocks.threshold log blocks (a deltacommit adds at most one block to a slice)
     pending_log = list(tl.pending_log_compactions())
-    due["log_compaction"] = Due(
-        bool(pending_log), float(len(pending_log)), f"{len(pending_log)} pending log-compaction plan(s)"
-    )
+    if pending_log:
+        due["log_compaction"] = Due(True, float(len(pending_log)), f"{len(pending_log)} pending log-compaction plan(s)")
+    elif is_mor:
+        log_compactions = {n.split(".", 1)[0] for n in names if n.endswith(".logcompaction.requested")}
+        last_any = max(
+            [str(i.time) for i in tl if i.action in (Action.COMMIT, Action.COMPACTION)] + sorted(log_compactions),
+            default="",
+        )
+        n_blocks = sum(
+            1
+            for i in completed.with_actions(Action.DELTA_COMMIT)
+            if str(i.time) > last_any and str(i.time) not in log_compactions
+        )
+        threshold = comp.log_compaction_blocks_threshold
+        overdue = n_blocks / threshold if threshold else 0.0
+        due["log_compaction"] = Due(
+            n_blocks >= threshold > 0,
+            round(overdue, 3),
+            f"{n_blocks} deltacommits since the last (log) compaction "
+            f"(hoodie.log.compaction.blocks.threshold {threshold})",
+        )
+    else:
+        due["log_compaction"] = Due(False, 0.0, "copy-on-write: no log files")
 
     # clean
     clean = CleanConfig.from_options(dict(options))

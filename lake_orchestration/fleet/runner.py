@@ -112,11 +112,13 @@ def run_service(table: FleetTable, service: str, *, engine: Any = None) -> tuple
         return (DONE, f"committed compaction {', '.join(done)}") if done else (NOTHING, "plans already committed")
     if service == "log_compaction":
         from lake_orchestration.hudi.services.compaction import CompactionConfig
-        from lake_orchestration.hudi.services.log_compaction import run_log_compactions
+        from lake_orchestration.hudi.services.log_compaction import run_log_compactions, schedule_log_compaction
 
-        runs = list(run_log_compactions(t, config=CompactionConfig.from_options(opts)))
+        cfg = CompactionConfig.from_options(opts)
+        scheduled = schedule_log_compaction(t, config=cfg)
+        runs = [r for r in run_log_compactions(t.refresh(), config=cfg) if r.metadata is not None]
         if not runs:
-            return NOTHING, "no pending log-compaction plan"
+            return NOTHING, scheduled.reason or "no pending log-compaction plan"
         return DONE, f"committed log compaction {', '.join(r.instant for r in runs)}"
     if service == "clean":
         from lake_orchestration.hudi.services.clean import CleanConfig, run_clean

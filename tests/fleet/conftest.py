@@ -45,7 +45,11 @@ EXPECTED_DUE: dict[str, list[str]] = {
     "rides_cow_idle": [],
     "rides_broken": ["compaction"],
     "sales_cow_archive": ["clean", "archive"],
-    "sales_mor_all": ["compaction", "archive"],
+    "sales_mor_all": [
+        "compaction",
+        "log_compaction",
+        "archive",
+    ],  # 5 deltacommits: hoodie.log.compaction.blocks.threshold
     "deep_a_b_mor_deep": ["compaction"],
 }
 BROKEN_PLAN_INSTANT = "20200101000000000"

@@ -250,7 +250,7 @@ def test_fleet_run_runs_each_due_service_once(warehouse: Warehouse, tmp_path: Pa
     outcomes = json.loads(r.stdout)["outcomes"]
     ran = {(o["table"], o["service"]): o["status"] for o in outcomes}
     # the due services, and archival where the compaction's commit takes the timeline past hoodie.keep.max.commits
-    expected = {(n, s) for n, services in EXPECTED_DUE.items() for s in services}
+    expected = {(n, s) for n, services in EXPECTED_DUE.items() for s in services if s != "log_compaction"}
     expected |= {("rides_mor_due", "archive"), ("deep_a_b_mor_deep", "archive")}
     assert set(ran) == expected
     assert ran.pop(("rides_broken", "compaction")) == "failed"
@@ -281,3 +281,28 @@ def test_fleet_run_runs_each_due_service_once(warehouse: Warehouse, tmp_path: Pa
     assert second == [("rides_broken", "compaction", "failed")], again.stdout
     dry = CliRunner().invoke(cli, ["fleet", "run", "--config", str(config), "--dry-run", "--table", "rides_mor_due"])
     assert dry.exit_code == 0 and "Nothing due on any table" in dry.stdout
+
+
+def test_fleet_run_log_compaction(warehouse: Warehouse, tmp_path: Path) -> None:
+    """Log compaction scheduled where enough deltacommits piled up, then run: one ``.logcompaction``, rows equal."""
+    wh = tmp_path / "wh"
+    shutil.copytree(warehouse.root / "rides/mor_due", wh / "rides/mor_due")
+    shutil.copytree(warehouse.root / "rides/mor_idle", wh / "rides/mor_idle")
+    config = tmp_path / "f.yaml"
+    options = {"hoodie.log.compaction.blocks.threshold": 3}
+    config.write_text(yaml.safe_dump({"defaults": {"compaction_options": options}, "discover": [{"prefix": str(wh)}]}))
+    before = hudi_rs_snapshot(wh / "rides/mor_due")
+    idle = _hoodie_names(wh / "rides/mor_idle")
+
+    r = CliRunner().invoke(cli, ["fleet", "run", "--config", str(config), "--services", "log_compaction", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [(o["table"], o["service"], o["status"]) for o in json.loads(r.stdout)["outcomes"]] == [
+        ("rides_mor_due", "log_compaction", "done")
+    ]
+    names = _hoodie_names(wh / "rides/mor_due")
+    (plan,) = [n.split(".")[0] for n in names if n.endswith(".logcompaction.requested")]
+    assert f"{plan}.deltacommit" in names
+    assert_same_rows(hudi_rs_snapshot(wh / "rides/mor_due"), before)
+    assert _hoodie_names(wh / "rides/mor_idle") == idle
+    again = CliRunner().invoke(cli, ["fleet", "run", "--config", str(config), "--services", "log_compaction"])
+    assert again.exit_code == 0 and "Nothing due on any table" in again.stdout
