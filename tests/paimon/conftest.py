@@ -3,7 +3,8 @@
 pypaimon pins ``pyarrow<20`` and ``fsspec<2026``, which conflict with this project's pins, so it never enters our
 environment: a session fixture builds a venv with ``pypaimon==PYPAIMON_VERSION`` once per machine under
 ``~/.cache/lake_orchestration/`` (``$XDG_CACHE_HOME`` respected; keyed by pypaimon and Python version) and the tests
-run ``pypaimon_driver.py`` in it by subprocess. ``PYPAIMON_PYTHON=/path/to/python`` uses an existing interpreter
+run ``pypaimon_driver.py`` in it by subprocess (one :mod:`tests.forkserver` per session, pypaimon imported once,
+each command run in a forked child of it). ``PYPAIMON_PYTHON=/path/to/python`` uses an existing interpreter
 that has pypaimon instead.
 """
 
@@ -14,7 +15,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +23,7 @@ import pytest
 
 from tests._venv import cache_root, cached_venv_python
 from tests.conftest import REQUIRE_SHARED, SHARED
+from tests.forkserver import ForkServer
 
 PYPAIMON_VERSION = "2.1.0"
 PAIMON_FIXTURES = SHARED / "fixtures" / "paimon-tables"
@@ -68,16 +70,19 @@ def pypaimon_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pypaimon(pypaimon_python: Path) -> Callable[..., dict[str, Any]]:
+def pypaimon(
+    pypaimon_python: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., dict[str, Any]]]:
     """``pypaimon("scan", warehouse, "db.table")`` -> the driver's JSON output (see pypaimon_driver.py)."""
+    server = ForkServer(pypaimon_python, ["--script", str(DRIVER)], tmp_path_factory.mktemp("pypaimon") / "server.log")
 
     def run(command: str, *args: Any) -> dict[str, Any]:
-        argv = [str(pypaimon_python), str(DRIVER), command]
-        argv += [a if isinstance(a, str) else json.dumps(a) for a in args]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, "TZ": "UTC"})
+        argv = [command, *(a if isinstance(a, str) else json.dumps(a) for a in args)]
+        proc = server.run(argv, script=DRIVER, env={**os.environ, "TZ": "UTC"}, cwd=os.getcwd(), timeout=600)
         if proc.returncode != 0:
             raise AssertionError(f"pypaimon {command} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
         result: dict[str, Any] = json.loads(proc.stdout)
         return result
 
-    return run
+    yield run
+    server.close()
