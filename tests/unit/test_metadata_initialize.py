@@ -160,3 +160,19 @@ def test_cli_metadata_init(table_root: Path) -> None:
     assert _listing(table_root) == _storage_files(table_root)
     again = runner.invoke(cli, ["metadata", "init", str(table_root)])
     assert again.exit_code == 0 and "already initialised" in again.output
+
+
+def test_new_non_partitioned_table(tmp_path: Path) -> None:
+    options = replace(
+        OPTIONS,
+        partition_fields=(),
+        key_generator="org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        options={"hoodie.metadata.enable": "true"},
+    )
+    base = generate_trips(30, partitions=1, seed=6)
+    write_table(str(tmp_path), base, operation="insert", options=options)
+    write_table(str(tmp_path), generate_updates(base, fraction=0.5, seed=7), operation="upsert", options=options)
+    mdt = HudiTable(str(tmp_path / ".hoodie" / "metadata"))
+    assert str(mdt.timeline.completed().instants[0].time) == "00000000000000010"
+    assert _listing(tmp_path) == _storage_files(tmp_path)
+    assert {p for p, _ in _storage_files(tmp_path)} == {""}
