@@ -3,7 +3,7 @@
 :func:`probe` lists ``.hoodie/`` once (a Paimon table: ``snapshot/``), non-recursively: on S3 one delimiter LIST.
 The fingerprint is a hash of the names and sizes listed; when it equals the previous tick's, the probe stops there
 (``changed=False``: one request for the table). Otherwise it judges each service from those names alone (a Paimon
-table: from its latest snapshot's levels), with cheap versions of the services' own triggers:
+table: by its compaction planner on the latest snapshot), with cheap versions of the services' own triggers:
 
 - ``compaction`` (MERGE_ON_READ): pending plans to execute, or ``hoodie.compact.inline.trigger.strategy`` over the
   deltacommits since the last compaction (``hoodie.compact.inline.max.delta.commits``, ``...max.delta.seconds``),
@@ -323,23 +323,24 @@ def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) 
 
 
 def _paimon_due(table: FleetTable) -> dict[str, Due]:
-    """Paimon compaction from the latest snapshot's levels (reads the snapshot and its manifests)."""
+    """Paimon compaction: the planner's own answer on the latest snapshot (Java ``UniversalCompaction.pick`` per
+    bucket: :func:`~lake_orchestration.paimon.services.compaction.plan_compaction`; it reads the snapshot and its
+    manifests), measured by the most sorted runs of a bucket over ``num-sorted-run.compaction-trigger``."""
     from lake_orchestration.paimon.health import paimon_table_health
+    from lake_orchestration.paimon.services.compaction import plan_compaction
 
-    h = paimon_table_health(table.open())
+    t = table.open()
+    h = paimon_table_health(t)
+    plan = plan_compaction(t)
     runs = h.max_sorted_runs
-    amp = h.pending_size_amplification_percent
     by_runs = runs / h.compaction_trigger if h.compaction_trigger else 0.0
-    by_amp = amp / h.max_size_amplification_percent if h.max_size_amplification_percent else 0.0
-    overdue = max(by_runs, by_amp)
-    return {
-        "compaction": Due(
-            overdue >= 1.0 and runs > 1,
-            round(overdue, 3),
-            f"{runs} sorted runs (trigger {h.compaction_trigger}), size amplification {amp}% "
-            f"(max {h.max_size_amplification_percent}%)",
-        )
-    }
+    why = (
+        f"{runs} sorted runs in a bucket (num-sorted-run.compaction-trigger {h.compaction_trigger}), size "
+        f"amplification {h.pending_size_amplification_percent}% (max {h.max_size_amplification_percent}%)"
+    )
+    if plan.is_empty:
+        return {"compaction": Due(False, round(by_runs, 3), f"no bucket to compact: {why}")}
+    return {"compaction": Due(True, round(max(by_runs, 1.0), 3), f"{len(plan.buckets)} bucket(s) to compact: {why}")}
 
 
 def order(
