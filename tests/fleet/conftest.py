@@ -37,7 +37,9 @@ TABLES: dict[str, tuple[TableType, int]] = {
     "sales/cow_archive": (COW, 4),  # 5 commits: clean, and archive (> hoodie.keep.max.commits 4)
     "sales/mor_all": (MOR, 4),  # 5 deltacommits: compaction and archive
     "deep/a/b/mor_deep": (MOR, 3),  # found 4 levels down: compaction
+    "rides/cow_mdt": (COW, 1),  # with a metadata table that missed the last commit (lag 1)
 }
+MDT_TABLE = "rides/cow_mdt"
 EXPECTED_DUE: dict[str, list[str]] = {
     "rides_mor_due": ["compaction"],
     "rides_mor_idle": [],
@@ -51,6 +53,7 @@ EXPECTED_DUE: dict[str, list[str]] = {
         "archive",
     ],  # 5 deltacommits: hoodie.log.compaction.blocks.threshold
     "deep_a_b_mor_deep": ["compaction"],
+    "rides_cow_mdt": [],
 }
 BROKEN_PLAN_INSTANT = "20200101000000000"
 PAIMON_ARCHIVE = SHARED / "fixtures" / "paimon-tables" / "pk_global_index_golden.tar.gz"
@@ -73,10 +76,15 @@ def write_warehouse(root: Path) -> list[str]:
     for rel, (table_type, upserts) in TABLES.items():
         path = str(root / rel)
         opts = trips_options(table_type=table_type)
+        if rel == MDT_TABLE:
+            opts = trips_options(table_type=table_type, options={"hoodie.metadata.enable": "true"})
         write_table(path, base, operation="bulk_insert", options=opts)
         for i in range(upserts):
             upd = generate_updates(base, fraction=0.3, seed=i, ts_offset=(i + 1) * 10**6)
             write_table(path, upd, operation="upsert", options=opts)
+    # the metadata table's commit of the last write did not complete (as after a crash between the two commits)
+    mdt = root / MDT_TABLE / ".hoodie" / "metadata" / ".hoodie"
+    max(mdt.glob("2*.deltacommit")).unlink()
     # a compaction plan no reader can parse: the fleet's compaction of this table fails, no other table's
     (root / "rides/broken/.hoodie" / f"{BROKEN_PLAN_INSTANT}.compaction.requested").write_bytes(b"not avro")
     paimon: list[str] = []

@@ -19,7 +19,7 @@ from lake_orchestration.fleet import FleetConfigError, expand_entries, load_flee
 from lake_orchestration.fleet.discovery import DiscoveryError, discover_tables
 from lake_orchestration.fleet.probe import order, probe
 from lake_orchestration.io.storage import Storage
-from tests.fleet.conftest import BROKEN_PLAN_INSTANT, DEFAULTS, EXPECTED_DUE, TABLES, Warehouse
+from tests.fleet.conftest import BROKEN_PLAN_INSTANT, DEFAULTS, EXPECTED_DUE, MDT_TABLE, TABLES, Warehouse
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 COMPLETED_SUFFIXES = (".commit", ".deltacommit", ".replacecommit", ".clean", ".rollback", ".savepoint")
@@ -174,6 +174,8 @@ def _timeline_figures(path: Path) -> dict[str, int]:
     """Cleaner lag, active instants and pending compactions from the names in ``.hoodie/``."""
     names = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
     completed = [n for n in names if n.endswith(COMPLETED_SUFFIXES)]
+    mdt = path / ".hoodie" / "metadata" / ".hoodie"
+    in_mdt = {p.name.split(".")[0] for p in mdt.glob("*.deltacommit")} if mdt.is_dir() else None
     cleans = [n.split(".")[0] for n in completed if n.endswith(".clean")]
     writes = [n.split(".")[0] for n in completed if n.endswith((".commit", ".deltacommit", ".replacecommit"))]
     done = {n.split(".")[0] for n in completed}
@@ -182,6 +184,8 @@ def _timeline_figures(path: Path) -> dict[str, int]:
         "cleaner_lag_commits": sum(1 for w in writes if not cleans or w > max(cleans)),
         "active_instants": len(completed),
         "pending_compactions": len(pending),
+        # data instants the metadata table has no completed deltacommit for
+        "metadata_table_lag": 0 if in_mdt is None else sum(1 for n in completed if n.split(".")[0] not in in_mdt),
     }
 
 
@@ -210,12 +214,15 @@ def test_fleet_status_json_against_the_timelines(warehouse: Warehouse, tmp_path:
         if name == "rides_broken":
             assert row["breaches"], row  # its unreadable plan: pending, or unreadable
             continue
-        expected = _timeline_figures(warehouse.path(rel)) | _slice_figures(warehouse.path(rel))
+        expected = _timeline_figures(warehouse.path(rel))
+        if rel != MDT_TABLE:  # (hudi-rs would list its files from the metadata table that missed a commit)
+            expected |= _slice_figures(warehouse.path(rel))
         assert {k: row[k] for k in expected} == expected, name
-        assert row["metadata_table_lag"] == 0 and row["format"] == "hudi"
+        assert row["format"] == "hudi"
         lag_breach = expected["cleaner_lag_commits"] > 4
         assert any(b.startswith("cleaner_lag_commits") for b in row["breaches"]) == lag_breach, name
     assert rows["sales_cow_archive"]["breaches"] == ["cleaner_lag_commits 5 > 4"]
+    assert rows["rides_cow_mdt"]["breaches"] == ["metadata_table_lag 1 > 0"]
     for name in warehouse.paimon:
         assert rows[name]["format"] == "paimon" and rows[name]["error"] is None
     agg = out["aggregates"]
@@ -236,7 +243,7 @@ def _hoodie_names(path: Path) -> list[str]:
 def test_fleet_run_runs_each_due_service_once(warehouse: Warehouse, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     shutil.copytree(warehouse.root, wh)
-    config = write_config(tmp_path / "f.yaml", wh, exclude=["default_*"])
+    config = write_config(tmp_path / "f.yaml", wh, exclude=["default_*", MDT_TABLE])
     paths = {"priority_clean": "rides/cow_clean"} | {
         rel.replace("/", "_"): rel for rel in TABLES if rel != "rides/cow_clean"
     }
