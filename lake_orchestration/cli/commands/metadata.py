@@ -46,7 +46,8 @@ def _print_init(r: MetadataInit) -> None:
     "--option",
     "options",
     multiple=True,
-    help="hoodie.write.lock.* as key=value (repeatable): the table lock held while the metadata table is built.",
+    help=f"{HoodieKey.LOCK_PROVIDER.key}, ... (the hoodie.write.lock.* keys) as key=value (repeatable): the table "
+    "lock held while the metadata table is built.",
 )
 @option_passthrough
 @json_option()

@@ -89,18 +89,18 @@ def metadata_table_properties(data_table_name: str) -> dict[str, str]:
     """The metadata table's ``hoodie.properties`` as ``initializeMetaClient`` writes it (Java 0.15-written file; the
     checksum is added by :meth:`HudiTable.create`)."""
     return {
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.archivelog.folder": "archived",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.recordkey.fields": "key",
-        "hoodie.table.name": data_table_name + METADATA_TABLE_NAME_SUFFIX,
-        "hoodie.compaction.record.merger.strategy": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
-        "hoodie.populate.meta.fields": "false",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
-        "hoodie.table.base.file.format": "HFILE",
-        "hoodie.table.version": "6",
+        HoodieKey.PAYLOAD_CLASS.key: "org.apache.hudi.metadata.HoodieMetadataPayload",
+        HoodieKey.TABLE_TYPE.key: "MERGE_ON_READ",
+        HoodieKey.ARCHIVELOG_FOLDER.key: "archived",
+        HoodieKey.TIMELINE_LAYOUT_VERSION.key: "1",
+        HoodieKey.DROP_PARTITION_COLUMNS.key: "false",
+        HoodieKey.RECORDKEY_FIELDS.key: "key",
+        HoodieKey.TABLE_NAME.key: data_table_name + METADATA_TABLE_NAME_SUFFIX,
+        HoodieKey.RECORD_MERGER_STRATEGY.key: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        HoodieKey.POPULATE_META_FIELDS.key: "false",
+        HoodieKey.KEYGENERATOR_CLASS.key: "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+        HoodieKey.BASE_FILE_FORMAT.key: "HFILE",
+        HoodieKey.TABLE_VERSION.key: "6",
     }
 
 
