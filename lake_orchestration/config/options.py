@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import logging
 import typing
 from collections.abc import Callable, Mapping
@@ -212,6 +213,13 @@ def _field_type(tp: Any) -> Any:
     return tp
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, once per class (it evaluates every annotation: ~1 ms a call, and a fleet's
+    code location parses the options of each of its tables)."""
+    return typing.get_type_hints(cls)
+
+
 def parse_options(cls: type[T], options: Mapping[str, object] | None, /, *, service: str = "", **overrides: Any) -> T:
     """Build the config ``cls`` from a raw option map: each :func:`option` field whose key (or alias) is given is
     parsed, the others keep their defaults, ``overrides`` (typed values) win over both.
@@ -220,7 +228,7 @@ def parse_options(cls: type[T], options: Mapping[str, object] | None, /, *, serv
         InvalidOptionError: a value that does not parse or is out of range, naming the key and the raw value.
     """
     opts = options or {}
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     kw: dict[str, Any] = {}
     for attr, spec in option_specs(cls).items():
         if attr in overrides:

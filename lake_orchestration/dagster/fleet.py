@@ -4,17 +4,19 @@ The per-table model (:func:`~lake_orchestration.dagster.build_hudi_definitions`)
 3 sensors and up to 3 schedules: fine for ten tables, minutes to load for a thousand. The fleet model builds a fixed
 set, whatever the number of tables:
 
-* ``fleet/compaction`` — the compaction plans of every table as one asset with dynamic partitions ``<table>|<instant>``
-  (partitions definition ``fleet__compaction_plans``); materializing a partition executes and commits that plan. A
-  backfill of its missing partitions runs every pending plan of the fleet; selecting the partitions ``t|*`` runs
-  those of one table.
+* ``fleet/compaction_plans`` — the compaction plans of every table as one asset with dynamic partitions
+  ``<table>|<instant>`` (partitions definition ``fleet__compaction_instants``); materializing a partition executes
+  and commits that plan. A backfill of its missing partitions runs every pending plan of the fleet; selecting the
+  partitions ``t|*`` runs those of one table.
 * ``fleet/health`` — one asset for the fleet: a materialization records a row per table (compaction backlog, cleaner
   lag, archival lag, metadata-table lag, small files, breaches of its policy) as Dagster table metadata, and the
-  totals Dagster plots over time (``tables_in_breach``, ``pending_compactions``, ``max_log_files_per_slice`` ...);
-  its check ``tables_within_policy`` fails naming the tables that breach their policy.
-* jobs ``fleet__compaction`` (the asset job of ``fleet/compaction``), ``fleet__schedule_compaction``,
-  ``fleet__clean``, ``fleet__archive``, ``fleet__rollback``, ``fleet__health``: shared by every table; the table of a
-  run is its tag ``lake_orchestration/table`` (the sensors and schedules set it; from the launchpad, add the tag).
+  fleet-wide figures Dagster plots over time (``tables_breaching``, ``total_pending_compactions``,
+  ``max_max_log_files_per_slice`` ...); its check ``tables_within_policy`` fails naming the tables that breach their
+  policy.
+* jobs ``fleet__compaction`` (the asset job of ``fleet/compaction_plans``), ``fleet__schedule_compaction``,
+  ``fleet__clean``, ``fleet__archive``, ``fleet__rollback``, ``fleet__measure_health``: shared by every table; the
+  table of a run is its tag ``lake_orchestration/table`` (the sensors and schedules set it; from the launchpad, add
+  the tag).
 * one sensor per service kind: ``fleet__compaction_sensor``, ``fleet__clean_sensor``, ``fleet__archive_sensor``,
   ``fleet__stale_inflight_sensor``. Each tick walks every table with one listing of ``.hoodie/``
   (:func:`lake_orchestration.fleet.probe.probe`); a table whose listing did not change since the sensor's last tick
@@ -44,6 +46,7 @@ import json
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
@@ -73,16 +76,18 @@ POOL_TAG = "lake_orchestration/pool"
 """The run tag naming the table's ``policy.pool`` (else the service): the key of per-group limits."""
 COMPACTION_POOL = "fleet_compaction"
 """The Dagster pool of the fleet's compaction steps (at most N fleet-wide: set its limit in the instance)."""
-PARTITIONS_DEF = "fleet__compaction_plans"
-"""The dynamic partitions of ``fleet/compaction``: ``<table>|<instant>``."""
+PARTITIONS_DEF = "fleet__compaction_instants"
+"""The dynamic partitions of ``fleet/compaction_plans``: ``<table>|<instant>``."""
 SEP = "|"
-COMPACTION_KEY = dg.AssetKey(["fleet", "compaction"])
+COMPACTION_KEY = dg.AssetKey(["fleet", "compaction_plans"])
 HEALTH_KEY = dg.AssetKey(["fleet", "health"])
 HEALTH_CHECK = "tables_within_policy"
 DEFAULT_BUDGET = 20
 """Runs a fleet sensor requests at most per tick."""
 FLEET_AUTO_MIN_TABLES = 20
 """``fleet: auto`` (the default) builds the fleet model from this many tables on."""
+PROBE_THREADS = 16
+"""Tables a tick probes at once (each probe is one listing: on an object store, mostly waiting)."""
 SENSOR_SERVICES = ("compaction", "clean", "archive", "stale_inflight")
 """The fleet's sensors, one per service kind."""
 
@@ -100,12 +105,12 @@ def use_fleet_model(setting: bool | str | None, n_tables: int) -> bool:
 
 
 def partition_key(table: str, instant: str) -> str:
-    """The partition of ``fleet/compaction`` of plan ``instant`` of ``table``: ``<table>|<instant>``."""
+    """The partition of ``fleet/compaction_plans`` of plan ``instant`` of ``table``: ``<table>|<instant>``."""
     return f"{table}{SEP}{instant}"
 
 
 def split_partition_key(key: str) -> tuple[str, str]:
-    """``(table, instant)`` of a partition key of ``fleet/compaction``.
+    """``(table, instant)`` of a partition key of ``fleet/compaction_plans``.
 
     Raises:
         HudiConfigError: not ``<table>|<instant>``.
@@ -135,9 +140,14 @@ def fleet_tables(tables: Sequence[HudiTableConfig]) -> list[Any]:
     """The shell-independent :class:`~lake_orchestration.fleet.config.FleetTable` of each table (same names)."""
     from lake_orchestration.fleet.config import tables_from_entries
 
-    entries = [
-        t.model_dump(mode="json", exclude_defaults=True) | {"name": t.name, "base_path": t.base_path} for t in tables
-    ]
+    entries = []
+    for t in tables:
+        entry = t.model_dump(mode="json", exclude_defaults=True) | {"name": t.name, "base_path": t.base_path}
+        if t.storage is not None:  # the provider is the discriminator's default: dumped explicitly
+            entry["storage"] = t.storage.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {
+                "provider": t.storage.provider
+            }
+        entries.append(entry)
     return tables_from_entries(entries, where="fleet")
 
 
@@ -215,7 +225,7 @@ def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
         executor_def=LIGHT_EXECUTOR,
         description=(
             "Schedule a compaction plan of the run's table (tag lake_orchestration/table) if Hudi's trigger fires; "
-            "register it as a partition of fleet/compaction"
+            "register it as a partition of fleet/compaction_plans"
         ),
     )
     def schedule_job() -> None:
@@ -443,17 +453,23 @@ def evaluate(
     from lake_orchestration.fleet.probe import NOT_DUE, order, probe
 
     tick = Tick(fingerprints=dict(previous or {}))
-    probes = []
-    for name in names:
-        table = fleet.tables[name]
-        if table.format != "hudi":
-            continue
+    last = previous or {}
+
+    def one(name: str) -> Any:
         try:
             storage = fleet.storage(name)
         except Exception as err:  # a secret not set, an unknown endpoint: this table only
-            tick.errors[name] = f"{type(err).__name__}: {err}"
+            return name, f"{type(err).__name__}: {err}"
+        return name, probe(fleet.tables[name], previous=last.get(name), storage=storage)
+
+    hudi = [n for n in names if fleet.tables[n].format == "hudi"]
+    with ThreadPoolExecutor(max_workers=PROBE_THREADS) as pool:  # object stores: listings overlap
+        results = list(pool.map(one, hudi))
+    probes = []
+    for name, p in results:
+        if isinstance(p, str):
+            tick.errors[name] = p
             continue
-        p = probe(table, previous=(previous or {}).get(name), storage=storage)
         tick.probed += 1
         if p.error:
             tick.errors[name] = p.error
@@ -641,7 +657,7 @@ def _schedule(fleet: _Fleet, service: str, cron: str, names: list[str], job: Any
             f"At {cron}: a full sweep of the {len(names)} table(s) whose {service} cron is {cron!r} (no cursor), at "
             f"most {budget} {job.name} run(s), most overdue x weight first"
             + (
-                " (pending plans become partitions of fleet/compaction; the sensor or a backfill runs them)"
+                " (pending plans become partitions of fleet/compaction_plans; the sensor or a backfill runs them)"
                 if service == "compaction"
                 else ""
             )
@@ -685,21 +701,22 @@ def build_fleet_definitions(
     if budget_per_tick < 1:
         raise HudiConfigError("fleet", f"budget_per_tick: expected >= 1, got {budget_per_tick}")
     hudi = [t for t in tables if t.format == "hudi"]
-    fleet = _Fleet(hudi)
+    every = _Fleet(tables)  # the health asset's (Paimon tables too)
+    fleet = every if len(hudi) == len(tables) else _Fleet(hudi)
     retry = _retry(hudi) if hudi else HudiTableConfig(name="x", base_path="/x").retry_policy()
     jobs = _build_jobs(fleet, retry)
     compaction_asset = _build_compaction_asset(fleet, retry)
-    health_asset = _build_health_asset(_Fleet(tables))
+    health_asset = _build_health_asset(every)
     compaction_job = dg.define_asset_job(
         "fleet__compaction",
         selection=dg.AssetSelection.assets(COMPACTION_KEY),
         executor_def=LIGHT_EXECUTOR if all(t.engine == "local" for t in hudi) else None,
         description=(
-            "Run one compaction plan of a table of the fleet: a partition <table>|<instant> of fleet/compaction"
+            "Run one compaction plan of a table of the fleet: a partition <table>|<instant> of fleet/compaction_plans"
         ),
     )
     health_job = dg.define_asset_job(
-        "fleet__health", selection=dg.AssetSelection.assets(HEALTH_KEY), executor_def=LIGHT_EXECUTOR
+        "fleet__measure_health", selection=dg.AssetSelection.assets(HEALTH_KEY), executor_def=LIGHT_EXECUTOR
     )
     sensors = [_build_sensor(fleet, s, _sensor_jobs(s, jobs, compaction_job), budget_per_tick) for s in SENSOR_SERVICES]
     schedules = _build_schedules(fleet, jobs, budget_per_tick)

@@ -174,7 +174,9 @@ def test_fleet_runs_every_needed_service_once_and_names_the_tables_in_breach(fle
         }
         expected = {n for n in paths if n in BREACHING and len(completed[n]) > 0}
         assert expected == BREACHING
-        result = defs.resolve_job_def("fleet__health").execute_in_process(instance=instance, raise_on_error=False)
+        result = defs.resolve_job_def("fleet__measure_health").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
     (mat,) = result.asset_materializations_for_node("fleet__health") or [
         e.event_specific_data.materialization
         for e in result.all_events
