@@ -99,13 +99,20 @@ def _timeline_names(path: Path) -> set[str]:
 # -- 1. one lock shared with Java -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def java_mor(java_hudi: JavaHudi, tmp_path: Path) -> JavaTable:
-    """A small MOR table written by Java with the multi-writer settings (one insert, one upsert)."""
-    t = _java_table(tmp_path / "t")
+@pytest.fixture(scope="module")
+def java_mor_built(java_hudi: JavaHudi, tmp_path_factory: pytest.TempPathFactory) -> JavaTable:
+    """A small MOR table written by Java with the multi-writer settings (one insert, one upsert), once per module
+    (read-only: the tests change their own copy, :func:`java_mor`)."""
+    t = _java_table(tmp_path_factory.mktemp("java-mor") / "t")
     java_write(java_hudi, t, trips(120, seed=1).select(t.schema.names), "insert", **MULTI_WRITER)
     java_write(java_hudi, t, _batch(t, 0), "upsert", **MULTI_WRITER)
     return t
+
+
+@pytest.fixture
+def java_mor(java_mor_built: JavaTable, tmp_path: Path) -> JavaTable:
+    """A private copy of :func:`java_mor_built` (files, model and Java's instants) that the test may change."""
+    return java_mor_built.copy(tmp_path / "t")
 
 
 def test_java_lock_provider_holding_the_lock_stops_our_services(java_hudi: JavaHudi, java_mor: JavaTable) -> None:
