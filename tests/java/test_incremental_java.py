@@ -74,3 +74,32 @@ def test_incremental_across_our_compaction_equals_javas(java_hudi: JavaHudi, jav
     previous = max(before)
     assert _compare(java_hudi, t.path, previous, compaction) == 0
     assert _compare(java_hudi, t.path, min(before), None) > 0
+
+
+@pytest.mark.interop(
+    direction="Java writes → our reader, Java reads",
+    table="partitioned COPY_ON_WRITE, a commit left inflight before the last one",
+    service="incremental query (ours), hollow commit",
+    checks="default policy FAIL: Java and we refuse ('Found hollow commit'); BLOCK: the same rows, up to the hollow "
+    "commit",
+)
+def test_hollow_commit_policy_equals_javas(java_hudi: JavaHudi, java_histories, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
+    from lake_orchestration.hudi.table.incremental import HollowCommitError
+    from tests.java.harness import JavaHudiError
+
+    t = java_histories(PARTITIONED, TableType.COPY_ON_WRITE).copy(tmp_path / "t")
+    table = HudiTable(str(t.path))
+    times = sorted(str(i.time) for i in table.timeline.completed_commits())
+    hole = InstantTime(str(int(times[1]) + 1))  # a concurrent writer's commit, requested before times[2]
+    table.transition_to_inflight(table.create_requested(Instant(hole, Action.COMMIT, State.REQUESTED)), b"")
+    with pytest.raises(JavaHudiError, match="hollow commit"):
+        _java_incremental(java_hudi, t.path, "0", None)
+    with pytest.raises(HollowCommitError, match=hole):
+        read_incremental(HudiTable(str(t.path)), begin_instant_time="0")
+    block = {"hoodie.read.timeline.holes.resolution.policy": "BLOCK"}
+    theirs = java_read(java_hudi, t.path, "incremental", **{"hoodie.datasource.read.begin.instanttime": "0"}, **block)
+    ours = read_incremental(HudiTable(str(t.path)), begin_instant_time="0", options=block)
+    assert ours.checkpoint == times[1]
+    assert keyed_meta(ours.table) == keyed_meta(theirs)
+    assert_rows_equal(ours.table, theirs, "incremental (0, latest] with BLOCK")
