@@ -16,6 +16,7 @@
         storage: {provider: s3, region: eu-west-1}
         format: auto               # auto | hudi | paimon
         exclude: ["tmp_*"]         # globs on the discovered name or on the path under the prefix
+        max_depth: 6               # directory levels searched under the prefix (default 6)
 
 :func:`expand_entries` turns the top level into one plain dict per table (the Dagster loader validates them as its
 ``HudiTableConfig``); :func:`load_fleet` gives the shell-independent :class:`FleetTable`. Secrets are never values
@@ -102,7 +103,7 @@ ENTRY_KEYS = frozenset(
 ``policy``. A test keeps this in step with ``HudiTableConfig``."""
 
 TOP_LEVEL_KEYS = ("defaults", "tables", "discover", "spark_config")
-DISCOVER_KEYS = ("prefix", "storage", "format", "exclude")
+DISCOVER_KEYS = ("prefix", "storage", "format", "exclude", "max_depth")
 
 _STORAGE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "local": (),
@@ -451,13 +452,18 @@ def _discover_entries(
         exclude = d.get("exclude") or []
         if not isinstance(exclude, list) or any(not isinstance(g, str) for g in exclude):
             raise FleetConfigError(where, f"{label}.exclude: expected a list of globs, got {exclude!r}")
+        from lake_orchestration.fleet.discovery import DEFAULT_MAX_DEPTH
+
+        max_depth = d.get("max_depth", DEFAULT_MAX_DEPTH)
+        if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
+            raise FleetConfigError(where, f"{label}.max_depth: expected a whole number >= 1, got {max_depth!r}")
         storage = d.get("storage", defaults.get("storage"))
         storage_opts, secret_env = _check_storage(storage, base_path=d["prefix"], where=f"{where}: {label}")
         probe_table = FleetTable(
             name="discover", base_path=d["prefix"], storage_options=storage_opts, secret_env=secret_env
         )
         try:
-            found = discover_tables(probe_table.storage(), d["prefix"], format=fmt)
+            found = discover_tables(probe_table.storage(), d["prefix"], format=fmt, max_depth=max_depth)
         except LakeOrchestrationError as err:
             raise FleetConfigError(where, f"{label}: {err}") from err
         for t in found:
