@@ -16,6 +16,7 @@ options (:meth:`~lake_orchestration.fleet.config.FleetTable.service_options`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,8 @@ from typing import Any
 
 from lake_orchestration.fleet.config import FleetTable
 from lake_orchestration.fleet.probe import TableProbe, probe
+
+log = logging.getLogger(__name__)
 
 DONE = "done"
 """The service ran and wrote (a compaction commit, a clean, archived instants ...)."""
@@ -148,6 +151,7 @@ def _run_table(
     dry_run: bool,
     engine: Any,
     on_outcome: ProgressCallback | None,
+    retry: int = 0,
 ) -> list[ServiceOutcome]:
     out: list[ServiceOutcome] = []
 
@@ -172,17 +176,26 @@ def _run_table(
             record(ServiceOutcome(table=table.name, service=s, status=WOULD_RUN, detail=d.reason))
             continue
         start = time.monotonic()
-        try:
-            status, detail = run_service(table, s, engine=engine)
-        except Exception as err:  # one table's failure stops no other table
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                status, detail = run_service(table, s, engine=engine)
+                break
+            except Exception as err:  # one table's failure stops no other table
+                if attempts <= retry:  # a failed attempt is rolled back by the next one (the services' recovery)
+                    log.warning("%s on %s failed (attempt %d of %d): %s", s, table.name, attempts, retry + 1, err)
+                    continue
+                status, detail = (
+                    FAILED,
+                    f"{type(err).__name__}: {err}" + (f" ({attempts} attempts)" if attempts > 1 else ""),
+                )
+                break
+        if status == FAILED:
             failed = True
             record(
                 ServiceOutcome(
-                    table=table.name,
-                    service=s,
-                    status=FAILED,
-                    detail=f"{type(err).__name__}: {err}",
-                    seconds=time.monotonic() - start,
+                    table=table.name, service=s, status=FAILED, detail=detail, seconds=time.monotonic() - start
                 )
             )
             continue
@@ -216,6 +229,7 @@ def run_fleet(
     parallelism: int = 4,
     dry_run: bool = False,
     engine: Any = None,
+    retry: int = 0,
     on_probed: Callable[[list[TableProbe]], None] | None = None,
     on_outcome: ProgressCallback | None = None,
 ) -> FleetRunResult:
@@ -228,6 +242,7 @@ def run_fleet(
         parallelism: tables served at once.
         dry_run: report the due services, run nothing.
         engine: the engine of compaction and clean (None: in this process).
+        retry: attempts after a service's first failure (Hudi's ``--retry``), before it is recorded ``failed``.
         on_probed: called with the probes once every table is probed (a progress bar's total).
         on_outcome: called after each service (from the worker threads).
     """
@@ -241,7 +256,9 @@ def run_fleet(
     with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(tables) or 1))) as pool:
         per_table = list(
             pool.map(
-                lambda tp: _run_table(tp[0], tp[1], services, dry_run=dry_run, engine=engine, on_outcome=on_outcome),
+                lambda tp: _run_table(
+                    tp[0], tp[1], services, dry_run=dry_run, engine=engine, on_outcome=on_outcome, retry=retry
+                ),
                 ranked,
             )
         )

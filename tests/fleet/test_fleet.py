@@ -263,6 +263,8 @@ def test_fleet_run_runs_each_due_service_once(warehouse: Warehouse, tmp_path: Pa
     expected |= {("rides_mor_due", "archive"), ("deep_a_b_mor_deep", "archive")}
     assert set(ran) == expected
     assert ran.pop(("rides_broken", "compaction")) == "failed"
+    (broken,) = [o for o in outcomes if o["status"] == "failed"]
+    assert broken["detail"].startswith("CorruptFileError") and broken["detail"].endswith("(2 attempts)")  # --retry 1
     assert set(ran.values()) == {"done"}, outcomes
 
     for name, rel in paths.items():

@@ -150,11 +150,24 @@ def _print_run(result: FleetRunResult) -> None:
     help=f"Services to run where due, comma-separated ({', '.join(SERVICES)}), in this order per table.",
 )
 @click.option("--parallelism", type=click.IntRange(min=1), default=4, show_default=True, help="Tables served at once.")
+@click.option(
+    "--retry",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Attempts after a service's first failure on a table (Hudi's HoodieMultiTableServicesMain --retry).",
+)
 @click.option("--dry-run", is_flag=True, help="Only list the services due (each table's probe), run nothing.")
 @_table_option
 @json_option("Print the outcomes as JSON.")
 def fleet_run(
-    config: str, services_text: str, parallelism: int, dry_run: bool, names: tuple[str, ...], out: Output
+    config: str,
+    services_text: str,
+    parallelism: int,
+    retry: int,
+    dry_run: bool,
+    names: tuple[str, ...],
+    out: Output,
 ) -> None:
     """Run the due services of every table (Hudi's HoodieMultiTableServicesMain): per table its due services in
     order, tables in parallel; a failure in one table stops no other. A progress bar on stderr, a summary at the
@@ -186,6 +199,7 @@ def fleet_run(
             tables,
             services=services,
             parallelism=parallelism,
+            retry=retry,
             dry_run=dry_run,
             on_probed=on_probed,
             on_outcome=on_outcome,
