@@ -2,8 +2,8 @@
 (0.14/0.15) with ``ArchivalUtils.getMinAndMaxInstantsToKeep``, ``CleanerUtils.getEarliestCommitToRetain``,
 ``CompactionUtils.getOldestInstantToRetainForCompaction`` and ``ClusteringUtils.getOldestInstantToRetainForClustering``.
 
-The plan is pure: it reads the timeline (and the latest clean's plan, the metadata table's timeline) and writes
-nothing.
+The plan is pure: it reads the timeline (and the latest clean's plan, the metadata table's timeline; for a metadata
+table, its data table's timeline: ``TimelineUtils.getEarliestInstantForMetadataArchival``) and writes nothing.
 """
 
 from __future__ import annotations
