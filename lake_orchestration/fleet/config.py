@@ -470,7 +470,8 @@ def _discover_entries(
             if any(fnmatch.fnmatchcase(t.name, g) or fnmatch.fnmatchcase(t.relative_path, g) for g in exclude):
                 continue
             if _norm_path(t.base_path) in listed_paths:
-                continue
+                continue  # listed (or found under an earlier prefix): the first entry wins
+            listed_paths[_norm_path(t.base_path)] = t.name
             entry: dict[str, Any] = {"name": t.name, "base_path": t.base_path, "format": t.format}
             if storage is not None:
                 entry["storage"] = copy.deepcopy(dict(storage))

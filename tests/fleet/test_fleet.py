@@ -141,6 +141,8 @@ def test_discovery_of_a_nested_warehouse(warehouse: Warehouse, tmp_path: Path) -
     assert {t.format for t in discover_tables(Storage(str(warehouse.root)), str(warehouse.root), format="paimon")} <= {
         "paimon"
     }
+    overlapping = {"discover": [{"prefix": str(warehouse.root)}, {"prefix": str(warehouse.root / "rides")}]}
+    assert len(expand_entries(overlapping, where="o.yaml")) == len(got)  # a table under both prefixes: once
     shallow = load_fleet(write_config(tmp_path / "s.yaml", warehouse.root, max_depth=2))
     assert "deep_a_b_mor_deep" not in {t.name for t in shallow} and "sales_mor_all" in {t.name for t in shallow}
     tables = load_fleet(write_config(tmp_path / "f.yaml", warehouse.root, exclude=["rides_*idle", "deep/*"]))
