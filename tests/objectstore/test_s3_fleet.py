@@ -2,8 +2,8 @@
 
 A tick probes every table: one delimiter LIST of ``.hoodie/`` (Paimon: ``snapshot/``); when its names and sizes are
 unchanged, nothing else. Asserted: at most 2 requests per table per tick when nothing changed (measured: 1), and
-only the table written since the last tick is judged again, from the names listed (still 1 request). Secrets come from environment variables the config
-names (``access_key_env``), read when a table is opened.
+only the table written since the last tick is judged again, from the names listed (still 1 request). Secrets come
+from environment variables the config names (``access_key_env``), read when a table is opened.
 """
 
 from __future__ import annotations
