@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from lake_orchestration.config.keys import PROPERTIES_FILE
 from lake_orchestration.errors import LakeOrchestrationError
 
 HOODIE_DIR = ".hoodie"
-HOODIE_PROPERTIES = "hoodie.properties"
+HOODIE_PROPERTIES = PROPERTIES_FILE
 PAIMON_SCHEMA_DIR = "schema"
 DEFAULT_MAX_DEPTH = 6
 """Directory levels searched under the prefix (a warehouse is ``<db>/<table>`` or ``<db>.db/<table>``: 2)."""

@@ -27,10 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.fleet.config import FleetTable, TablePolicy
 
-SMALL_FILE_LIMIT_KEY = "hoodie.parquet.small.file.limit"
-DEFAULT_SMALL_FILE_LIMIT = 104_857_600
+SMALL_FILE_LIMIT_KEY = HoodieKey.PARQUET_SMALL_FILE_LIMIT.key
+DEFAULT_SMALL_FILE_LIMIT = int(HoodieKey.PARQUET_SMALL_FILE_LIMIT.default or 0)
 """``hoodie.parquet.small.file.limit``'s default (Hudi ``HoodieCompactionConfig.PARQUET_SMALL_FILE_LIMIT``)."""
 
 FIGURES = (
