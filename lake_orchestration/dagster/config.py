@@ -384,6 +384,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     @pydantic.field_validator("policy")
     @classmethod
     def _policy(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if not v:
+            return v
         from lake_orchestration.fleet.config import TablePolicy
 
         try:
@@ -412,6 +414,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     )
     @classmethod
     def _options(cls, v: Any, info: pydantic.ValidationInfo) -> Any:
+        if isinstance(v, Mapping) and not v:
+            return {}  # nothing to check (most tables of a fleet leave most maps empty)
         out = _normalize_options(v, str(info.field_name))
         if isinstance(out, Mapping):
             name = info.data.get("name")
@@ -466,7 +470,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
                 self.compaction_config()
                 if len(_PARSED_COMPACTION_OPTIONS) < 10_000:
                     _PARSED_COMPACTION_OPTIONS.add(key)
-            self.bootstrap_config()
+            if self.bootstrap_options:
+                self.bootstrap_config()
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self
@@ -484,6 +489,8 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
 
     def _heartbeat_fields(self) -> dict[str, str]:
         """The ``hoodie.client.heartbeat.*`` keys the table's heartbeat fields set."""
+        if self.heartbeat_interval_ms is None and self.heartbeat_tolerable_misses is None:
+            return {}  # the common case, without the key registry's lookups
         fields = {
             HoodieKey.HEARTBEAT_INTERVAL_MS.key: self.heartbeat_interval_ms,
             HoodieKey.HEARTBEAT_TOLERABLE_MISSES.key: self.heartbeat_tolerable_misses,

@@ -41,7 +41,9 @@ compaction steps fleet-wide, ``dagster instance concurrency set fleet_compaction
 A Paimon table of a fleet keeps its per-table definitions (:mod:`lake_orchestration.dagster.paimon`).
 """
 
+import collections
 import dataclasses
+import functools
 import json
 import re
 import time
@@ -156,10 +158,15 @@ class _Fleet:
 
     def __init__(self, tables: Sequence[HudiTableConfig]) -> None:
         self.configs = {t.name: t for t in tables}
-        self.tables = {t.name: t for t in fleet_tables(tables)}
         self._storage: dict[str, Any] = {}
         self.spark_keys = {"pyspark"} if any(t.engine == "spark" for t in tables) else set()
         """The execute steps need the ``pyspark`` resource when a table runs on Spark."""
+
+    @functools.cached_property
+    def tables(self) -> dict[str, Any]:
+        """The :class:`~lake_orchestration.fleet.config.FleetTable` of each table, made at the first tick or run (not
+        when the code location loads: the configs are validated already)."""
+        return {t.name: t for t in fleet_tables(list(self.configs.values()))}
 
     def storage(self, name: str) -> Any:
         """The table's :class:`~lake_orchestration.io.storage.Storage`, made once (a tick is then 1 LIST a table)."""
@@ -595,7 +602,7 @@ def _sensor_jobs(service: str, jobs: Mapping[str, Any], compaction_job: Any) -> 
 
 def _build_sensor(fleet: _Fleet, service: str, jobs: list[Any], budget: int) -> dg.SensorDefinition:
     name = f"fleet__{service}_sensor"
-    names = sorted(fleet.tables)
+    names = sorted(fleet.configs)
 
     @dg.sensor(
         name=name,
@@ -695,7 +702,7 @@ def build_fleet_definitions(
         HudiConfigError: two tables share a name, or ``budget_per_tick`` < 1.
     """
     names = [t.name for t in tables]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = sorted(n for n, k in collections.Counter(names).items() if k > 1)
     if dupes:
         raise HudiConfigError("tables", f"duplicate table names {dupes}: each table needs its own name")
     if budget_per_tick < 1:

@@ -24,6 +24,7 @@ from lake_orchestration.dagster.fleet import (
     HEALTH_CHECK,
     HEALTH_KEY,
     PARTITIONS_DEF,
+    SERVICE_TAG,
     TABLE_TAG,
     build_fleet_definitions,
     use_fleet_model,
@@ -112,6 +113,40 @@ def _tick_all(defs: dg.Definitions, instance: dg.DagsterInstance, cursors: dict[
             instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
         requests += result.run_requests or []
     return requests
+
+
+LIMITS = [
+    {"key": TABLE_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
+    {"key": SERVICE_TAG, "value": "clean", "limit": 2},
+]
+"""The run-queue limits docs/dagster/fleet.md gives: one run per table, at most 2 clean runs fleet-wide."""
+
+
+def test_run_tags_meet_the_instance_limits(fleet_dir: Path) -> None:
+    """Dagster 1.13 takes the ``concurrency: runs: tag_concurrency_limits`` of the docs, and its run queue's counter
+    (what the daemon dequeues by) holds the fleet's runs to one per table and two cleans (before the main test: the
+    tables still have their work)."""
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    defs = build_fleet_definitions(tables=_configs(fleet_dir), budget_per_tick=10)
+    overrides = {"concurrency": {"runs": {"tag_concurrency_limits": LIMITS}}}
+    with dg.instance_for_test(overrides=overrides) as instance:
+        requests = []
+        for name in ("fleet__clean_sensor", "fleet__archive_sensor"):
+            sensor = defs.resolve_sensor_def(name)
+            requests += sensor(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert len(requests) == 9  # clean: 3 clean_ + 3 archive_ tables; archive: 3 archive_ tables
+    counter = TagConcurrencyLimitsCounter(limits, [])
+    launched = []
+    for req in requests:
+        if not counter.is_blocked(req):
+            counter.update_counters_with_launched_item(req)
+            launched.append(req)
+    tables = Counter(r.tags[TABLE_TAG] for r in launched)
+    assert max(tables.values()) == 1
+    assert sum(1 for r in launched if r.tags[SERVICE_TAG] == "clean") == 2
+    assert len(launched) < len(requests)
 
 
 def test_fleet_runs_every_needed_service_once_and_names_the_tables_in_breach(fleet_dir: Path) -> None:
