@@ -8,9 +8,9 @@ table: by its compaction planner on the latest snapshot), with cheap versions of
 - ``compaction`` (MERGE_ON_READ): pending plans to execute, or ``hoodie.compact.inline.trigger.strategy`` over the
   deltacommits since the last compaction (``hoodie.compact.inline.max.delta.commits``, ``...max.delta.seconds``),
   as Hudi's ``ScheduleCompactionActionExecutor.needCompact``. A copy-on-write table (no deltacommit) never is.
-- ``log_compaction``: pending log-compaction plans, or at least ``hoodie.log.compaction.blocks.threshold``
-  deltacommits since the last compaction or log compaction (a deltacommit adds at most one log block to a slice;
-  the scheduler then counts the real blocks).
+- ``log_compaction``: pending log-compaction plans, or up to ``hoodie.log.compaction.blocks.threshold`` log blocks
+  in a slice: one per deltacommit since the last compaction (since the first write: that one wrote the base files;
+  after a log compaction: its merged block plus one per deltacommit since). The scheduler counts the real blocks.
 - ``clean``: ``hoodie.clean.trigger.strategy`` NUM_COMMITS (``hoodie.clean.max.commits`` commits since the last
   clean, as ``CleanPlanActionExecutor.needsCleaning``), and, for ``KEEP_LATEST_COMMITS``, more completed commits than
   ``hoodie.cleaner.commits.retained`` (else the planner has no earliest commit to retain and nothing to clean);
@@ -180,29 +180,30 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
     else:
         due["compaction"] = Due(False, 0.0, "copy-on-write: no deltacommits")
 
-    # log compaction: pending plans, or enough deltacommits since the last (log) compaction that a slice may hold
-    # hoodie.log.compaction.blocks.threshold log blocks (a deltacommit adds at most one block to a slice)
+    # log compaction: pending plans, or enough deltacommits that a slice may hold hoodie.log.compaction.blocks.threshold
+    # log blocks: a deltacommit adds at most one block to a slice
     pending_log = list(tl.pending_log_compactions())
     if pending_log:
         due["log_compaction"] = Due(True, float(len(pending_log)), f"{len(pending_log)} pending log-compaction plan(s)")
     elif is_mor:
         log_compactions = {n.split(".", 1)[0] for n in names if n.endswith(".logcompaction.requested")}
-        last_any = max(
-            [str(i.time) for i in tl if i.action in (Action.COMMIT, Action.COMPACTION)] + sorted(log_compactions),
-            default="",
-        )
-        n_blocks = sum(
-            1
-            for i in completed.with_actions(Action.DELTA_COMMIT)
-            if str(i.time) > last_any and str(i.time) not in log_compactions
-        )
+        writes = [
+            str(i.time) for i in completed.with_actions(Action.DELTA_COMMIT) if str(i.time) not in log_compactions
+        ]
+        last_compaction = max((str(i.time) for i in tl if i.action in (Action.COMMIT, Action.COMPACTION)), default="")
+        last_log = max(log_compactions, default="")
+        if last_log > last_compaction:  # the blocks it merged are one block now
+            n_blocks, since = 1 + sum(1 for w in writes if w > last_log), "the last log compaction"
+        elif last_compaction:  # its slices start with no block
+            n_blocks, since = sum(1 for w in writes if w > last_compaction), "the last compaction"
+        else:  # the first deltacommit wrote the base files
+            n_blocks, since = max(0, len(writes) - 1), "the first write"
         threshold = comp.log_compaction_blocks_threshold
         overdue = n_blocks / threshold if threshold else 0.0
         due["log_compaction"] = Due(
             n_blocks >= threshold > 0,
             round(overdue, 3),
-            f"{n_blocks} deltacommits since the last (log) compaction "
-            f"(hoodie.log.compaction.blocks.threshold {threshold})",
+            f"up to {n_blocks} log blocks per slice since {since} (hoodie.log.compaction.blocks.threshold {threshold})",
         )
     else:
         due["log_compaction"] = Due(False, 0.0, "copy-on-write: no log files")

@@ -319,3 +319,37 @@ def test_fleet_run_log_compaction(warehouse: Warehouse, tmp_path: Path) -> None:
     assert _hoodie_names(wh / "rides/mor_idle") == idle
     again = CliRunner().invoke(cli, ["fleet", "run", "--config", str(config), "--services", "log_compaction"])
     assert again.exit_code == 0 and "Nothing due on any table" in again.stdout
+
+
+def test_probe_agrees_with_the_planners(warehouse: Warehouse, tmp_path: Path) -> None:
+    """The cheap probe (names of ``.hoodie/`` only) against the services' own planners on every table of the
+    warehouse (a copy: scheduling writes plans): due exactly where the planner finds work."""
+    from lake_orchestration.hudi.services.archive import ArchiveConfig, plan_archive
+    from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+    from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
+    from lake_orchestration.hudi.table import HudiTable
+
+    wh = tmp_path / "wh"
+    shutil.copytree(warehouse.root, wh)
+    tables = [t for t in load_fleet(write_config(tmp_path / "f.yaml", wh)) if t.format == "hudi"]
+    for t in tables:
+        if t.name == "rides_broken":
+            continue
+        due = probe(t).due
+        table = HudiTable(t.base_path)
+        work = {
+            "clean": bool(run_clean(table, CleanConfig.from_options(t.service_options("clean")), dry_run=True).files),
+            "archive": bool(
+                plan_archive(
+                    table, ArchiveConfig.from_options(t.service_options("archive"), table_properties={})
+                ).instants
+            ),
+        }
+        if table.config.table_type.value == "MERGE_ON_READ":
+            cfg = CompactionConfig.from_options(t.service_options("compaction"))
+            work["log_compaction"] = schedule_log_compaction(HudiTable(t.base_path), config=cfg).scheduled
+            work["compaction"] = schedule_compaction(HudiTable(t.base_path), config=cfg).scheduled
+        else:
+            work["compaction"] = work["log_compaction"] = False
+        assert {s: d.needed for s, d in due.items()} == work, t.name
