@@ -191,7 +191,7 @@ class TablePolicy:
                     raise FleetConfigError(where, f"policy.pool: expected a pool name (text), got {v!r}")
                 values[k] = v
                 continue
-            if v is None:
+            if v is None and k != "weight":
                 values[k] = None
                 continue
             number = isinstance(v, int | float) and not isinstance(v, bool)

@@ -90,6 +90,8 @@ def test_yaml_defaults_overrides_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     msg = _err({"tables": [{**one, "compaction_options": {"hoodie.compact.inline.max.delta.comits": 3}}]})
     assert "hoodie.compact.inline.max.delta.commits" in msg and "fleet.yaml: tables[0]" in msg
     assert "expected a number > 0" in _err({"tables": [{**one, "policy": {"weight": 0}}]})
+    assert "expected a number > 0, got None" in _err({"tables": [{**one, "policy": {"weight": None}}]})
+    assert load_fleet_entries([{**one, "policy": {"max_small_files": None}}])[0].policy.max_small_files is None
     s3 = {"name": "t", "base_path": "s3://b/t"}
     msg = _err({"tables": [{**s3, "storage": {"provider": "s3", "access_key_env": "AKIA/x+y", "secret_key_env": "S"}}]})
     assert "NAME of an environment variable" in msg and "AKIA/x+y" not in msg
