@@ -151,6 +151,10 @@ def test_discovery_of_a_nested_warehouse(warehouse: Warehouse, tmp_path: Path) -
     names = [t.name for t in tables]
     assert names[0] == "priority_clean" and "rides_cow_clean" not in names
     assert "rides_mor_idle" not in names and "rides_cow_idle" not in names and "deep_a_b_mor_deep" not in names
+    listed = CliRunner().invoke(cli, ["fleet", "tables", "--config", str(tmp_path / "f.yaml"), "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [t["name"] for t in json.loads(listed.stdout)] == names
+    assert json.loads(listed.stdout)[0]["policy"]["weight"] == 5
     # two paths, one name: refused naming both
     for rel in ("x_y/t", "x/y_t"):
         (tmp_path / "clash" / rel / ".hoodie").mkdir(parents=True)

@@ -109,6 +109,40 @@ def _print_status(health: FleetHealth) -> None:
     click.echo(f"\n{a['tables']} table(s), {a['tables_breaching']} in breach of their policy (marked !)")
 
 
+def _print_tables(tables: list[dict]) -> None:
+    rows = [
+        [t["name"], t["format"], t["base_path"], f"{t['policy']['weight']:g}", t["policy"]["pool"] or "-"]
+        for t in tables
+    ]
+    click.echo(table(rows, ["table", "format", "base_path", "weight", "pool"]))
+    click.echo(f"\n{len(tables)} table(s)")
+
+
+@fleet_group.command("tables")
+@_config_option
+@json_option("Print each table's name, format, base path, policy and hoodie.* options as JSON.")
+def fleet_tables(config: str, out: Output) -> None:
+    """The tables of the config file after defaults and discovery: what status and run will serve (secrets are
+    never shown: the storage options listed are the non-secret ones)."""
+    from lake_orchestration.fleet.config import load_fleet
+
+    out.show(
+        [
+            {
+                "name": t.name,
+                "format": t.format,
+                "base_path": t.base_path,
+                "policy": t.policy.to_json_obj(),
+                "options": dict(t.options),
+                "storage_options": {k: str(v) for k, v in t.storage_options.items()},
+                "secret_env": dict(t.secret_env),
+            }
+            for t in load_fleet(config)
+        ],
+        _print_tables,
+    )
+
+
 @fleet_group.command("status")
 @_config_option
 @_table_option
