@@ -2,15 +2,15 @@
 
 ``python forkserver.py [--import MODULE | --script PATH] ...`` imports the modules (``--script``: runs the file as a
 module named ``__forkserver_preload__``, so its ``if __name__ == "__main__"`` part does not run), then answers one
-request per stdin line, ``{"argv": [...], "code": ... | "script": ..., "env": {...}, "cwd": ...}``, each in a forked
-child, a fresh copy of the server as it was before any request: the child takes the request's environment and working
-folder, sends stdout and stderr to files, and runs ``code`` as ``python -c code *argv`` would, or ``script`` as
-``python script *argv`` would (``__name__ == "__main__"``, ``sys.argv``; an uncaught exception prints its traceback
-and exits 1; ``SystemExit`` / ``os._exit`` as in any process; at the end non-daemon threads are waited for and the
-atexit callbacks the run registered are called). One answer line per request: ``{"returncode": ...,
-"stdout": ..., "stderr": ...}``. So no state carries from one run to the next (as with a process per run) and a kill
-(``os._exit``) is a real process's, without paying the interpreter's start and the imports (~2 s of CPU for pyarrow,
-polars, pypaimon or lake_orchestration) per run.
+request per stdin line, ``{"argv": [...], "code" | "script" | "module": ..., "env": {...}, "cwd": ...}``, each in a
+forked child, a fresh copy of the server as it was before any request: the child takes the request's environment and
+working folder, sends stdout and stderr to files, and runs ``code`` as ``python -c code *argv`` would, ``script`` as
+``python script *argv`` or ``module`` as ``python -m module *argv`` would (``__name__ == "__main__"``, ``sys.argv``;
+an uncaught exception prints its traceback and exits 1; ``SystemExit`` / ``os._exit`` as in any process; at the end
+non-daemon threads are waited for and the atexit callbacks the run registered are called). One answer line per
+request: ``{"returncode": ..., "stdout": ..., "stderr": ...}``. So no state carries from one run to the next (as with
+a process per run) and a kill (``os._exit``) is a real process's, without paying the interpreter's start and the
+imports (~2 s of CPU for pyarrow, polars, pypaimon or lake_orchestration) per run.
 
 :class:`ForkServer` is the tests' side (stdlib only here: the server also runs in other venvs, e.g. pypaimon's).
 """
@@ -53,6 +53,11 @@ def _child(request: dict[str, Any], out: int, err: int) -> None:
             sys.argv = [request["script"], *request["argv"]]
             sys.path[0] = os.path.dirname(os.path.abspath(request["script"]))
             runpy.run_path(request["script"], run_name="__main__")
+        elif "module" in request:
+            sys.argv = ["-m", *request["argv"]]
+            sys.path[0] = os.getcwd()
+            sys.modules.pop(request["module"], None)  # as with -m: run as __main__, not the preloaded copy
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         else:
             sys.argv = ["-c", *request["argv"]]
             sys.path[0] = ""
@@ -81,6 +86,9 @@ def serve(argv: Sequence[str]) -> None:
     import runpy
     import tempfile
 
+    # not this file's folder (tests/, whose packages would shadow dagster, airflow ...): as ``python -c`` until a
+    # child sets its own (the script's folder, or "" for code)
+    sys.path[0] = ""
     args = list(argv)
     while args:
         flag, target = args[0], args[1]
@@ -154,14 +162,18 @@ class ForkServer:
         timeout: float,
         code: str | None = None,
         script: Path | str | None = None,
+        module: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """``python -c code *argv`` (or ``python script *argv``) in ``cwd`` with ``env``, in a forked child."""
-        assert (code is None) != (script is None), "give code or script"
+        """``python -c code *argv`` (or ``python script *argv``, ``python -m module *argv``) in ``cwd`` with ``env``,
+        in a forked child."""
+        assert [code, script, module].count(None) == 2, "give one of code, script and module"
         request: dict[str, Any] = {"argv": list(argv), "env": dict(env), "cwd": str(cwd)}
         if code is not None:
             request["code"] = code
-        else:
+        elif script is not None:
             request["script"] = str(script)
+        else:
+            request["module"] = module
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(request) + "\n")
