@@ -23,8 +23,8 @@ if [ "$one_process" = 1 ]; then
 fi
 
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/lake-orch-tests.XXXXXX")"
-echo "Running the suite as two pytest processes: shard A (the SparkSession, the Java JVM, tests/airflow and" \
-  "tests/browser) and shard B (the rest); logs in $LOGS (LAKE_ORCH_TEST_SHARDS=1: one process)"
+echo "Running the suite as two pytest processes: shard A (the SparkSession and the Java JVM) and shard B" \
+  "(the rest); logs in $LOGS (LAKE_ORCH_TEST_SHARDS=1: one process)"
 set -m  # each shard in its own process group: an interrupt stops it with its JVMs and subprocesses
 pids=()
 for shard in A B; do

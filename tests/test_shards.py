@@ -1,7 +1,7 @@
 """The two shards of scripts/test.sh (tests/conftest.py): together they hold every test of a collection, none twice;
 shard A holds the tests of the one SparkSession (marker or fixture ``spark``), of the one Java JVM (tests/java) and
-the folders put there for balance; shard B refuses to start a SparkSession. Collected on a few modules that cover
-each rule (the whole suite takes a minute to collect), each collection in its own pytest process."""
+the folders put there for balance (none now); shard B refuses to start a SparkSession. Collected on a few modules
+that cover each rule (the whole suite takes a minute to collect), each collection in its own pytest process."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.conftest import REPO_ROOT
 
 MODULES = [
     "tests/java/test_cdc_refused.py",  # tests/java: the one JVM
-    "tests/airflow/test_example_dags.py",  # a folder of shard A for balance (one test also marked spark)
+    "tests/airflow/test_example_dags.py",  # a folder of shard B with one test marked spark (that one in A)
     "tests/services/test_clean.py",  # one test with the spark fixture, no marker
     "tests/safety/test_corrupt_log_blocks.py",  # one test marked spark
     "tests/unit/test_engine_defaults.py",  # no Spark
@@ -43,7 +43,12 @@ def test_shards_partition_the_collection_and_a_holds_spark_and_java() -> None:
     assert len(a) == len(set(a)) and len(b) == len(set(b))
     assert not set(a) & set(b), sorted(set(a) & set(b))
     assert sorted(a + b) == sorted(every)
-    assert {n for n in every if n.startswith(("tests/java/", "tests/airflow/"))} <= set(a)
+    assert {n for n in every if n.startswith("tests/java/")} <= set(a)
+    airflow_spark = (
+        "tests/airflow/test_example_dags.py::test_execute_operator_on_spark_commits_the_plan_and_a_rerun_is_a_no_op"
+    )
+    assert airflow_spark in a
+    assert {n for n in every if n.startswith("tests/airflow/")} - {airflow_spark} <= set(b)
     assert "tests/services/test_clean.py::test_clean_on_spark_deletes_the_same_files" in a
     assert (
         "tests/safety/test_corrupt_log_blocks.py::"
