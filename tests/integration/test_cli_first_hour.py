@@ -4,6 +4,7 @@ key instead of silently keeping the default, ``--option-passthrough`` passes a k
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,19 +16,32 @@ from click.testing import CliRunner
 
 from lake_orchestration.cli.app import cli
 from lake_orchestration.config.keys import HoodieKey
+from tests.forkserver import ForkServer
 
 CREATE = ["--table-name", "t", "--record-key", "uuid", "--precombine-field", "ts", "--partition-field", "city"]
 
 
+_FORKS: list[ForkServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module's :mod:`tests.forkserver`: the CLI's imports paid once, each ``lake-orch`` a forked child of it."""
+    forks = ForkServer(
+        sys.executable, ["--import", "lake_orchestration.cli.app"], tmp_path_factory.mktemp("forks") / "log"
+    )
+    _FORKS.append(forks)
+    yield
+    _FORKS.remove(forks)
+    forks.close()
+
+
 def lake_orch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``lake-orch ARGS`` in a new process (the installed entry point's module)."""
-    return subprocess.run(
-        [sys.executable, "-m", "lake_orchestration.cli.app", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        timeout=300,
+    """``lake-orch ARGS`` in a new process (the installed entry point's module, ``python -m``; a forked child of the
+    module's fork server, which imported it once)."""
+    (forks,) = _FORKS
+    return forks.run(
+        args, module="lake_orchestration.cli.app", env=dict(os.environ), cwd=cwd or os.getcwd(), timeout=300
     )
 
 
