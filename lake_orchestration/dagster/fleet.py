@@ -328,7 +328,7 @@ def health_metadata(health: Any) -> dict[str, dg.MetadataValue]:
     aggregates` as numbers, which Dagster plots over time (``tables_breaching``, ``total_pending_compactions``,
     ``max_max_log_files_per_slice`` ...)."""
     records = health.as_records()
-    columns: list[str] = []
+    columns: list[str] = ["name", "breaches"]  # first: what the UI shows without scrolling
     for r in records:
         columns += [k for k in r if k not in columns]
 
@@ -637,8 +637,10 @@ def _build_sensor(fleet: _Fleet, service: str, jobs: list[Any], budget: int) -> 
 
 
 def cron_slug(cron: str) -> str:
-    """A cron expression as a Dagster name part (``0 * * * *`` -> ``0_x_x_x_x``)."""
-    s = cron.strip().replace("*", "x").replace("/", "every").replace(",", "and").replace("-", "to")
+    """A cron expression as a Dagster name part (``0 * * * *`` -> ``0_x_x_x_x``, ``*/15 * * * *`` ->
+    ``every_15_x_x_x_x``)."""
+    s = re.sub(r"\*/(\d+)", r"every_\1", cron.strip())
+    s = s.replace("*", "x").replace("/", "_every_").replace(",", "_and_").replace("-", "_to_")
     return re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_")
 
 
