@@ -227,9 +227,8 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
             age = (now - _instant_seconds(str(oldest))) if oldest else 0.0
             eligible = age > clean.hours_retained * 3600
             why = f"oldest commit {age / 3600:.1f}h old (retain {clean.hours_retained}h)"
-        else:
-            eligible = bool(since)
-            why = f"{len(since)} commits since the last clean"
+        else:  # KEEP_LATEST_FILE_VERSIONS: a file group with more versions than retained
+            eligible, why = _keep_latest_file_versions_work(tl, clean, last_clean, is_mor=is_mor)
         due["clean"] = Due(eligible and by_trigger >= 1.0, round(by_trigger if eligible else 0.0, 3), why)
 
     # archive
@@ -279,6 +278,24 @@ def _archive_due(tl: Any, arch: Any, *, is_mor: bool) -> Due:
             "compaction still needs them)",
         )
     return Due(True, overdue, f"{n} completed commits on the active timeline > hoodie.keep.max.commits {hi}")
+
+
+def _keep_latest_file_versions_work(tl: Any, clean: Any, last_clean: Any, *, is_mor: bool) -> tuple[bool, str]:
+    """Whether a ``KEEP_LATEST_FILE_VERSIONS`` clean has a slice to delete, from the timeline alone: a file group
+    gets a version from the write that creates it and one per ``commit``/``replacecommit`` that rewrites it (a
+    merge-on-read deltacommit only adds log files). After a clean every group holds at most
+    ``hoodie.cleaner.fileversions.retained`` versions, so one such commit since then may make one more; without a
+    clean, the versions can exceed it only when there are more such commits (+1 on merge-on-read: the first
+    deltacommit's base files) than retained."""
+    from lake_orchestration.hudi.model.instant import Action
+
+    rewrites = [str(i.time) for i in tl.completed().with_actions(Action.COMMIT, Action.REPLACE_COMMIT)]
+    if last_clean is not None:
+        new = [t for t in rewrites if t > str(last_clean.time)]
+        return bool(new), f"{len(new)} commit(s) wrote new file versions since the last clean"
+    versions = len(rewrites) + (1 if is_mor else 0)
+    keep = clean.file_versions_retained
+    return versions > keep, f"up to {versions} versions of a file group (hoodie.cleaner.fileversions.retained {keep})"
 
 
 def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) -> tuple[bool, str]:

@@ -5,6 +5,7 @@ computed here from the timelines and hudi-rs, and ``lake-orch fleet run`` runnin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -336,17 +337,32 @@ def test_probe_agrees_with_the_planners(warehouse: Warehouse, tmp_path: Path) ->
     wh = tmp_path / "wh"
     shutil.copytree(warehouse.root, wh)
     assert_probe_matches_planners(load_fleet(write_config(tmp_path / "f.yaml", wh)))
+    # the other count-based cleaner policy, on a fresh copy
+    shutil.rmtree(wh)
+    shutil.copytree(warehouse.root, wh)
+    versions = {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "2"}
+    tables = load_fleet(write_config(tmp_path / "v.yaml", wh))
+    work = assert_probe_matches_planners(
+        [
+            dataclasses.replace(
+                t, service_maps={**t.service_maps, "clean": versions}, options={**t.options, **versions}
+            )
+            for t in tables
+        ]
+    )
+    assert {n for n, services in work.items() if "clean" in services} == {"priority_clean", "sales_cow_archive"}
 
 
-def assert_probe_matches_planners(tables: list[Any]) -> None:
+def assert_probe_matches_planners(tables: list[Any]) -> dict[str, set[str]]:
     """For each Hudi table (but the broken one): the probe's due services == the services whose planner has work
-    (scheduling runs on the table: give it a copy)."""
+    (scheduling runs on the table: give it a copy). Returns the services with work, by table."""
     from lake_orchestration.hudi.services.archive import ArchiveConfig, plan_archive
     from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
     from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
     from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
     from lake_orchestration.hudi.table import HudiTable
 
+    found: dict[str, set[str]] = {}
     for t in tables:
         if t.format != "hudi" or t.name == "rides_broken":
             continue
@@ -367,3 +383,5 @@ def assert_probe_matches_planners(tables: list[Any]) -> None:
         else:
             work["compaction"] = work["log_compaction"] = False
         assert {s: d.needed for s, d in due.items()} == work, t.name
+        found[t.name] = {s for s, w in work.items() if w}
+    return found
