@@ -102,7 +102,9 @@ ENTRY_KEYS = frozenset(
 """Keys of a ``tables:`` entry (and of ``defaults:``): the Dagster code location's ``HudiTableConfig`` fields plus
 ``policy``. A test keeps this in step with ``HudiTableConfig``."""
 
-TOP_LEVEL_KEYS = ("defaults", "tables", "discover", "spark_config")
+TOP_LEVEL_KEYS = ("defaults", "tables", "discover", "spark_config", "fleet", "fleet_budget_per_tick")
+"""Top-level keys of the file: the fleet's, and those the Dagster code location reads (``spark_config``, ``fleet``,
+``fleet_budget_per_tick``: accepted here, checked there), so one file serves both shells."""
 DISCOVER_KEYS = ("prefix", "storage", "format", "exclude", "max_depth")
 
 _STORAGE_FIELDS: Mapping[str, tuple[str, ...]] = {

@@ -84,6 +84,8 @@ def test_yaml_defaults_overrides_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     assert "the-secret" not in repr(a) and "the-secret" not in json.dumps(entries)
 
     one = {"name": "t", "base_path": "/x/t"}
+    # the Dagster code location's own top-level keys are accepted (one file for both shells)
+    assert len(expand_entries({"tables": [one], "fleet": "auto", "fleet_budget_per_tick": 5}, where="f")) == 1
     assert "unknown key 'tabels' (did you mean 'tables'?)" in _err({"tabels": [one]})
     assert "unknown key 'base_pth' (did you mean 'base_path'?)" in _err({"tables": [{"name": "t", "base_pth": "/x"}]})
     msg = _err({"tables": [{**one, "policy": {"max_log_file_per_slice": 3}}]})
