@@ -17,6 +17,7 @@ import os
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,6 +37,7 @@ from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.snapshot import ReadStats
 from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT, HudiFixture
+from tests.forkserver import ForkServer
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.trips import trips_options
 
@@ -159,17 +161,33 @@ def _assert_names_block(err: CorruptLogBlockError, log: Path, block: LogBlock) -
     assert str(log) in msg and f"at byte {block.offset}" in msg and str(block.instant_time) in msg, msg
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``lake-orch ARGS`` in a fresh process, importing this checkout's package."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run(
-        [sys.executable, "-m", "lake_orchestration.cli.app", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
+def _cli_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+
+
+_FORKS: list[ForkServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module's :mod:`tests.forkserver`: the CLI's imports paid once, each ``lake-orch`` a forked child of it."""
+    forks = ForkServer(
+        sys.executable, ["--import", "lake_orchestration.cli.app"], tmp_path_factory.mktemp("forks") / "log", _cli_env()
     )
+    _FORKS.append(forks)
+    yield
+    _FORKS.remove(forks)
+    forks.close()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``lake-orch ARGS`` in a fresh process, importing this checkout's package (``python -m``; a forked child of the
+    module's fork server, which imported it once)."""
+    (forks,) = _FORKS
+    return forks.run(args, module="lake_orchestration.cli.app", env=_cli_env(), cwd=os.getcwd(), timeout=300)
 
 
 def _assert_cli_error(r: subprocess.CompletedProcess[str], log: Path, block: LogBlock) -> None:
