@@ -13,11 +13,17 @@
                     secret_key_env: AWS_SECRET_ACCESS_KEY}
           compaction_options: {hoodie.compact.inline.max.delta.commits: 5}
 
-The attributes are those of the code location's config file (``tables:``, ``spark_config:``), and the component
-builds exactly what ``build_hudi_definitions(tables=..., spark_config=...)`` builds.
+The attributes are those of the code location's config file (``tables:``, ``spark_config:``, ``fleet:``,
+``fleet_budget_per_tick:``), and the component builds exactly what the code location builds: the per-table model
+(``build_hudi_definitions(tables=..., spark_config=...)``), or the fleet model
+(:func:`~lake_orchestration.dagster.fleet.build_fleet_definitions`) with ``fleet: true``, or ``auto`` (the default)
+from 20 tables on.
 """
 
+from typing import Literal
+
 import dagster as dg
+import pydantic
 
 from lake_orchestration.dagster.config import HudiTableConfig, OptionValue
 from lake_orchestration.dagster.definitions import build_hudi_definitions
@@ -34,7 +40,18 @@ class HudiTablesComponent(dg.Component, dg.Resolvable, dg.Model):
     """The tables (``name``, ``base_path``, ``storage``, ``compaction_options``, ``clean_options``, ...)."""
     spark_config: dict[str, OptionValue] = {}  # noqa: RUF012 - pydantic copies field defaults
     """``spark.*`` configuration of the ``pyspark`` resource over the default (``spark.master=local[*]``)."""
+    fleet: bool | Literal["auto"] = "auto"
+    """The fleet model (shared jobs, one sensor per service kind) or the per-table model; ``auto``: the fleet model
+    from 20 tables on."""
+    fleet_budget_per_tick: int = pydantic.Field(default=20, ge=1)
+    """Runs a fleet sensor requests at most per tick."""
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         """The definitions of every table (``context`` is unused: tables are named by absolute base paths)."""
+        from lake_orchestration.dagster.fleet import build_fleet_definitions, use_fleet_model
+
+        if use_fleet_model(self.fleet, len(self.tables)):
+            return build_fleet_definitions(
+                tables=self.tables, spark_config=self.spark_config, budget_per_tick=self.fleet_budget_per_tick
+            )
         return build_hudi_definitions(tables=self.tables, spark_config=self.spark_config)

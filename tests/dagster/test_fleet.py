@@ -24,7 +24,7 @@ from lake_orchestration.dagster.fleet import (
     HEALTH_CHECK,
     HEALTH_KEY,
     PARTITIONS_DEF,
-    SERVICE_TAG,
+    POOL_TAG,
     TABLE_TAG,
     build_fleet_definitions,
     use_fleet_model,
@@ -115,21 +115,29 @@ def _tick_all(defs: dg.Definitions, instance: dg.DagsterInstance, cursors: dict[
     return requests
 
 
-LIMITS = [
-    {"key": TABLE_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
-    {"key": SERVICE_TAG, "value": "clean", "limit": 2},
-]
-"""The run-queue limits docs/dagster/fleet.md gives: one run per table, at most 2 clean runs fleet-wide."""
+def _docs_limits() -> list[dict[str, Any]]:
+    """The ``concurrency:`` block of docs/dagster/fleet.md, as the page gives it."""
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    page = (REPO_ROOT / "docs" / "dagster" / "fleet.md").read_text()
+    block = page.split("```yaml\nconcurrency:", 1)[1].split("```", 1)[0]
+    return yaml.safe_load("concurrency:" + block)["concurrency"]["runs"]["tag_concurrency_limits"]
 
 
 def test_run_tags_meet_the_instance_limits(fleet_dir: Path) -> None:
-    """Dagster 1.13 takes the ``concurrency: runs: tag_concurrency_limits`` of the docs, and its run queue's counter
-    (what the daemon dequeues by) holds the fleet's runs to one per table and two cleans (before the main test: the
-    tables still have their work)."""
+    """Dagster 1.13 takes the ``concurrency: runs: tag_concurrency_limits`` of docs/dagster/fleet.md, and its run
+    queue's counter (what the daemon dequeues by) holds the fleet's runs to one per table and two of the pool
+    ``heavy`` (the clean_ tables' policy here). Before the main test: the tables still have their work."""
     from dagster._utils.tags import TagConcurrencyLimitsCounter
 
-    defs = build_fleet_definitions(tables=_configs(fleet_dir), budget_per_tick=10)
-    overrides = {"concurrency": {"runs": {"tag_concurrency_limits": LIMITS}}}
+    configs = [
+        c.model_copy(update={"policy": {"pool": "heavy"}}) if c.name.startswith(CLEAN) else c
+        for c in _configs(fleet_dir)
+    ]
+    defs = build_fleet_definitions(tables=configs, budget_per_tick=10)
+    overrides = {"concurrency": {"runs": {"tag_concurrency_limits": _docs_limits()}}}
     with dg.instance_for_test(overrides=overrides) as instance:
         requests = []
         for name in ("fleet__clean_sensor", "fleet__archive_sensor"):
@@ -137,16 +145,18 @@ def test_run_tags_meet_the_instance_limits(fleet_dir: Path) -> None:
             requests += sensor(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
     assert len(requests) == 9  # clean: 3 clean_ + 3 archive_ tables; archive: 3 archive_ tables
+    assert sum(1 for r in requests if r.tags[POOL_TAG] == "heavy") == 3
     counter = TagConcurrencyLimitsCounter(limits, [])
     launched = []
     for req in requests:
         if not counter.is_blocked(req):
             counter.update_counters_with_launched_item(req)
             launched.append(req)
-    tables = Counter(r.tags[TABLE_TAG] for r in launched)
-    assert max(tables.values()) == 1
-    assert sum(1 for r in launched if r.tags[SERVICE_TAG] == "clean") == 2
-    assert len(launched) < len(requests)
+    per_table = Counter(r.tags[TABLE_TAG] for r in launched)
+    assert max(per_table.values()) == 1  # an archive_ table's clean or archive, not both
+    heavy = {r.tags[TABLE_TAG] for r in requests if r.tags[POOL_TAG] == "heavy"}
+    assert len(heavy & set(per_table)) == 2  # 2 of the 3 clean_ tables
+    assert set(per_table) | heavy == {r.tags[TABLE_TAG] for r in requests}
 
 
 def test_fleet_runs_every_needed_service_once_and_names_the_tables_in_breach(fleet_dir: Path) -> None:
@@ -207,7 +217,9 @@ def test_fleet_runs_every_needed_service_once_and_names_the_tables_in_breach(fle
         completed = {
             n: [f for f in _timeline_files(p) if "." in f and f.split(".")[-1] in _ACTIONS] for n, p in paths.items()
         }
-        expected = {n for n in paths if n in BREACHING and len(completed[n]) > 0}
+        # each table's limit of completed instants on the active timeline: its policy's, else TablePolicy's default
+        limit = {n: 0 if n in BREACHING else 60 for n in paths}
+        expected = {n for n in paths if len(completed[n]) > limit[n]}
         assert expected == BREACHING
         result = defs.resolve_job_def("fleet__measure_health").execute_in_process(
             instance=instance, raise_on_error=False
