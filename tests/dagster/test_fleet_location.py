@@ -1,0 +1,123 @@
+"""The Dagster code location on the fleet's YAML: ``defaults:`` under every table, ``discover:`` of the tables under a
+prefix, ``policy:``, and ``fleet:`` choosing the model; errors name the file and the entry. And the fleet's
+stale-inflight sensor: a write with no heartbeat older than the table's timeout gets a ``fleet__rollback`` run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pendulum
+import pytest
+import yaml
+
+from lake_orchestration.dagster.config import HudiConfigError, load_config_file
+from lake_orchestration.dagster.location import load_code_location
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options, write_trips_history
+
+pytestmark = pytest.mark.dagster
+
+
+@pytest.fixture(scope="module")
+def table_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small real MOR table (a bulk insert), copied by each test."""
+    src = tmp_path_factory.mktemp("fleet_loc") / "t"
+    write_trips_history(src, trips_options(small_file_limit=0), rows=30, upserts=0, fraction=0.3, partitions=1)
+    return src
+
+
+def _warehouse(tmp_path: Path, src: Path) -> Path:
+    wh = tmp_path / "warehouse"
+    for rel in ("rides/trips", "sales/orders"):
+        shutil.copytree(src, wh / rel)
+    return wh
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "lake_orchestration.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_code_location_reads_defaults_discover_and_policy(tmp_path: Path, table_src: Path) -> None:
+    wh = _warehouse(tmp_path, table_src)
+    data = {
+        "fleet": True,
+        "defaults": {
+            "compaction_options": {"hoodie.compact.inline.max.delta.commits": 7},
+            "policy": {"max_log_files_per_slice": 9},
+        },
+        "tables": [{"name": "trips", "base_path": str(wh / "rides" / "trips"), "policy": {"weight": 3}}],
+        "discover": [{"prefix": str(wh)}],
+    }
+    path = _write(tmp_path, data)
+    cfg = load_config_file(path)
+    by_name = {t.name: t for t in cfg.tables}
+    # the listed table is not discovered again; the other is named from its path
+    assert sorted(by_name) == ["sales_orders", "trips"]
+    assert by_name["sales_orders"].base_path.rstrip("/") == str(wh / "sales" / "orders")
+    for t in cfg.tables:
+        assert t.compaction_options == {"hoodie.compact.inline.max.delta.commits": "7"}
+    assert by_name["trips"].policy == {"max_log_files_per_slice": 9, "weight": 3}
+    defs = load_code_location({"LAKE_ORCHESTRATION_CONFIG": str(path)})
+    assert {s.name for s in defs.sensors} == {
+        "fleet__compaction_sensor",
+        "fleet__clean_sensor",
+        "fleet__archive_sensor",
+        "fleet__stale_inflight_sensor",
+    }
+    # auto (the default) with 2 tables: the per-table model, same tables
+    del data["fleet"]
+    defs = load_code_location({"LAKE_ORCHESTRATION_CONFIG": str(_write(tmp_path, data))})
+    assert defs.resolve_job_def("trips__clean") and defs.resolve_job_def("sales_orders__clean")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"fleet": "sometimes"}, r"fleet: expected true, false or auto, got 'sometimes'"),
+        ({"defaults": {"policy": {"weight": 0}}}, r"tables\[0\] \('trips'\).*policy.weight: expected a number > 0"),
+        ({"defaults": {"polcy": {}}}, r"defaults: unknown key 'polcy' \(did you mean 'policy'\?\)"),
+    ],
+)
+def test_fleet_yaml_errors_name_the_file_and_entry(tmp_path: Path, table_src: Path, change: dict, message: str) -> None:
+    wh = _warehouse(tmp_path, table_src)
+    path = _write(tmp_path, {"tables": [{"name": "trips", "base_path": str(wh / "rides" / "trips")}], **change})
+    with pytest.raises(HudiConfigError, match=message) as err:
+        load_config_file(path)
+    assert str(path) in str(err.value)
+
+
+def test_fleet_stale_inflight_sensor_requests_the_rollback(tmp_path: Path, table_src: Path) -> None:
+    from lake_orchestration.dagster import HudiTableConfig
+    from lake_orchestration.dagster.fleet import TABLE_TAG, build_fleet_definitions
+    from lake_orchestration.hudi.model.instant import Action, Instant, State
+    from lake_orchestration.hudi.table import HudiTable
+
+    path = tmp_path / "t"
+    shutil.copytree(table_src, path)
+    shutil.copytree(table_src, tmp_path / "quiet")
+    before = hudi_rs_snapshot(path)
+    two_hours_ago = pendulum.now("UTC").subtract(hours=2).format("YYYYMMDDHHmmssSSS")
+    old = HudiTable(str(path)).create_requested(Instant(two_hours_ago, Action.DELTA_COMMIT, State.REQUESTED))
+    tables = [
+        HudiTableConfig(name=n, base_path=str(tmp_path / d), inflight_timeout_seconds=3600)
+        for n, d in (("t", "t"), ("quiet", "quiet"))
+    ]
+    defs = build_fleet_definitions(tables=tables)
+    sensor = defs.resolve_sensor_def("fleet__stale_inflight_sensor")
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        (req,) = result.run_requests
+        assert req.tags[TABLE_TAG] == "t" and req.job_name == "fleet__rollback"
+        assert "no heartbeat" in req.tags["hudi/reason"]
+        run = defs.resolve_job_def("fleet__rollback").execute_in_process(
+            instance=instance, run_config=req.run_config, tags=req.tags
+        )
+        assert run.success
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor))
+        assert not again.run_requests
+    assert HudiTable(str(path)).timeline.get(str(old.time)) is None
+    assert_same_rows(hudi_rs_snapshot(path), before)
