@@ -29,6 +29,7 @@ from click.testing import CliRunner, Result
 from lake_orchestration.cli.app import cli
 from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.table import HudiTable
+from tests.forkserver import ForkServer
 from tests.objectstore.conftest import ACCESS_KEY, REGION, SECRET_KEY, S3Bucket
 
 DATA_COLUMNS = ["uuid", "ts", "rider", "driver", "fare", "city"]
@@ -101,16 +102,30 @@ WRITE_OPTS = [
 
 
 # -- the standard AWS environment, a real lake-orch process ---------------------------------------------------------
+_FORKS: list[ForkServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module's :mod:`tests.forkserver`: the CLI's imports paid once, each ``lake-orch`` a forked child of it
+    (which reads the AWS environment it is given, as a new process does)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    forks = ForkServer(
+        sys.executable, ["--import", "lake_orchestration.cli.app"], tmp_path_factory.mktemp("forks") / "log", env
+    )
+    _FORKS.append(forks)
+    yield
+    _FORKS.remove(forks)
+    forks.close()
+
+
 def _lake_orch(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``lake-orch ARGS`` as a process of its own with ``env`` as its AWS environment (``python -m``; a forked child
+    of the module's fork server, which imported it once)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "lake_orchestration.cli.app", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    (forks,) = _FORKS
+    return forks.run(args, module="lake_orchestration.cli.app", env=full, cwd=os.getcwd(), timeout=300)
 
 
 def test_cli_subprocess_standard_aws_environment_without_options(s3: S3Bucket, tmp_path: Path) -> None:
