@@ -14,7 +14,8 @@ import yaml
 
 from lake_orchestration.dagster.config import HudiConfigError, load_config_file
 from lake_orchestration.dagster.location import load_code_location
-from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from lake_orchestration.hudi.model.instant import Action
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.trips import trips_options, write_trips_history
 
 pytestmark = pytest.mark.dagster
@@ -121,3 +122,47 @@ def test_fleet_stale_inflight_sensor_requests_the_rollback(tmp_path: Path, table
         assert not again.run_requests
     assert HudiTable(str(path)).timeline.get(str(old.time)) is None
     assert_same_rows(hudi_rs_snapshot(path), before)
+
+
+def test_backfill_of_pending_plans_per_table_and_across_the_fleet(tmp_path: Path, table_src: Path) -> None:
+    """Plans scheduled outside Dagster (the CLI's way: the core's schedule-plan) on three tables become partitions
+    ``<table>|<instant>`` of ``fleet/compaction_plans`` at the compaction schedule's tick (it runs nothing); the runs
+    of one table's partitions (a backfill filtered on ``b|``) commit that table's plans only, then the runs of the
+    missing partitions (a backfill of the fleet) commit the rest, each plan once."""
+    from lake_orchestration.dagster import HudiTableConfig
+    from lake_orchestration.dagster.fleet import PARTITIONS_DEF, build_fleet_definitions
+    from lake_orchestration.datagen import generate_trips, generate_updates
+    from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
+    from lake_orchestration.hudi.table import HudiTable
+    from lake_orchestration.hudi.write import write_table
+
+    names = ("a", "b", "c")
+    plans = {}
+    for i, n in enumerate(names):
+        shutil.copytree(table_src, tmp_path / n)
+        upd = generate_updates(generate_trips(30, partitions=1, seed=1), fraction=0.3, seed=i, ts_offset=10**6)
+        write_table(str(tmp_path / n), upd, operation="upsert", options=trips_options(small_file_limit=0))
+        r = schedule_compaction(HudiTable(str(tmp_path / n)), config=CompactionConfig(max_delta_commits=1))
+        assert r.instant is not None
+        plans[n] = str(r.instant)
+    before = {n: hudi_rs_snapshot(tmp_path / n) for n in names}
+    tables = [HudiTableConfig(name=n, base_path=str(tmp_path / n)) for n in names]
+    defs = build_fleet_definitions(tables=tables)
+    (schedule,) = [s for s in defs.schedules if s.name.startswith("fleet__compaction__")]
+    job = defs.resolve_job_def("fleet__compaction")
+    with dg.instance_for_test() as instance:  # a schedule's context needs an instance reference
+        tick = schedule(dg.build_schedule_context(instance=instance))
+        assert isinstance(tick, dg.SkipReason)  # the trigger is met by no table: the pending plans are not its work
+        keys = sorted(instance.get_dynamic_partitions(PARTITIONS_DEF))
+        assert keys == sorted(f"{n}|{plans[n]}" for n in names)
+        for key in [k for k in keys if k.startswith("b|")]:  # one table's backfill
+            assert job.execute_in_process(instance=instance, partition_key=key).success
+        assert [n for n in names if HudiTable(str(tmp_path / n)).timeline.pending_compactions()] == ["a", "c"]
+        missing = [k for k in keys if not k.startswith("b|")]  # the fleet's backfill of the missing partitions
+        for key in missing:
+            assert job.execute_in_process(instance=instance, partition_key=key).success
+    for n in names:
+        t = HudiTable(str(tmp_path / n))
+        assert not t.timeline.pending_compactions()
+        assert [str(i.time) for i in t.timeline.completed().with_actions(Action.COMMIT)] == [plans[n]]
+        assert_same_rows(hudi_rs_snapshot(tmp_path / n), before[n], ignore=REWRITTEN_BY_SERVICES)
