@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ from lake_orchestration.hudi.services.compaction import CompactionConfig, run_co
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from lake_orchestration.hudi.write import write_table
+from tests.forkserver import ForkServer
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.trips import trips_options
 
@@ -99,15 +101,26 @@ def _wait_first_task(proc: subprocess.Popen, gate: Path) -> None:  # type: ignor
         time.sleep(0.02)
 
 
+_FORKS: list[ForkServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module's :mod:`tests.forkserver` for process 2 (the CLI): its imports paid once, each run a forked child
+    (process 1, held at its gate, is a subprocess of its own as before)."""
+    log = tmp_path_factory.mktemp("forks") / "log"
+    forks = ForkServer(sys.executable, ["--import", "lake_orchestration.cli.app"], log, _env(), REPO_ROOT)
+    _FORKS.append(forks)
+    yield
+    _FORKS.remove(forks)
+    forks.close()
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-    return subprocess.run(
-        [sys.executable, "-c", "from lake_orchestration.cli.app import main; main()", *args],
-        env=_env(),
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``python -c "from lake_orchestration.cli.app import main; main()" ARGS``, a forked child of the fork server."""
+    (forks,) = _FORKS
+    code = "from lake_orchestration.cli.app import main; main()"
+    return forks.run(args, code=code, env=_env(), cwd=REPO_ROOT, timeout=120)
 
 
 def _options(opts: dict[str, str]) -> list[str]:
