@@ -220,13 +220,8 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
         by_trigger = len(since) / clean.max_commits
         if clean.trigger_strategy is not CleaningTriggerStrategy.NUM_COMMITS:  # pragma: no cover - one strategy
             by_trigger = 1.0 if since else 0.0
-        if clean.policy is CleaningPolicy.KEEP_LATEST_COMMITS:
-            eligible, why = _keep_latest_commits_work(tl, clean, last_clean, len(since))
-        elif clean.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
-            oldest = commits[0].time if commits else None
-            age = (now - _instant_seconds(str(oldest))) if oldest else 0.0
-            eligible = age > clean.hours_retained * 3600
-            why = f"oldest commit {age / 3600:.1f}h old (retain {clean.hours_retained}h)"
+        if clean.policy in (CleaningPolicy.KEEP_LATEST_COMMITS, CleaningPolicy.KEEP_LATEST_BY_HOURS):
+            eligible, why = _keep_latest_commits_work(tl, clean, last_clean, len(since), now=now)
         else:  # KEEP_LATEST_FILE_VERSIONS: a file group with more versions than retained
             eligible, why = _keep_latest_file_versions_work(tl, clean, last_clean, is_mor=is_mor)
         due["clean"] = Due(eligible and by_trigger >= 1.0, round(by_trigger if eligible else 0.0, 3), why)
@@ -298,8 +293,11 @@ def _keep_latest_file_versions_work(tl: Any, clean: Any, last_clean: Any, *, is_
     return versions > keep, f"up to {versions} versions of a file group (hoodie.cleaner.fileversions.retained {keep})"
 
 
-def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) -> tuple[bool, str]:
-    """Whether a ``KEEP_LATEST_COMMITS`` clean has a file slice to delete, from the timeline alone.
+def _keep_latest_commits_work(
+    tl: Any, clean: Any, last_clean: Any, since: int, *, now: float | None = None
+) -> tuple[bool, str]:
+    """Whether a ``KEEP_LATEST_COMMITS`` (or ``KEEP_LATEST_BY_HOURS``) clean has a file slice to delete, from the
+    timeline alone.
 
     The cleaner deletes a slice when a newer slice of its file group has a base instant before the earliest commit
     to retain (ECTR; Hudi's ``CleanPlanner.getFilesToCleanKeepingLatestCommits`` keeps every slice at or after the
@@ -309,19 +307,26 @@ def _keep_latest_commits_work(tl: Any, clean: Any, last_clean: Any, since: int) 
     the instants before it) and today's ECTR (the cleaner's own ``earliest_commit_to_retain``);
     without a clean, any such instant but the table's first write.
     """
+    import pendulum
+
     from lake_orchestration.hudi.model.instant import Action
     from lake_orchestration.hudi.model.timeline import Timeline
     from lake_orchestration.hudi.services.clean import earliest_commit_to_retain
 
-    ectr = earliest_commit_to_retain(tl, clean)
+    # by hours: counted back from now, and from the last clean's instant for the ECTR it had (timeline timezone LOCAL,
+    # Hudi's default and the writers'; the cleaner reads hoodie.table.timeline.timezone: a cheap trigger reads no file)
+    local = str(pendulum.local_timezone().name)
+    at = pendulum.from_timestamp(now, tz=local) if now is not None else None
+    ectr = earliest_commit_to_retain(tl, clean, now=at)
     if ectr is None:
-        return (
-            False,
-            f"{len(tl.completed_commits())} completed commits: none older than the {clean.commits_retained} retained",
+        return False, (
+            f"{len(tl.completed_commits())} completed commits: none older than the {clean.commits_retained} retained"
+            if clean.policy.value == "KEEP_LATEST_COMMITS"
+            else f"no commit in the last {clean.hours_retained}h to retain from"
         )
     if last_clean is not None:
         before = Timeline.of(i for i in tl if str(i.time) < str(last_clean.time))
-        prev = earliest_commit_to_retain(before, clean)
+        prev = earliest_commit_to_retain(before, clean, now=last_clean.time.to_datetime(local))
         low = str(prev.time) if prev is not None else ""
     else:
         first = tl.completed_commits().first

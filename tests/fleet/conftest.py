@@ -38,7 +38,11 @@ TABLES: dict[str, tuple[TableType, int]] = {
     "sales/mor_all": (MOR, 4),  # 5 deltacommits: compaction and archive
     "deep/a/b/mor_deep": (MOR, 3),  # found 4 levels down: compaction
     "rides/cow_mdt": (COW, 1),  # with a metadata table that missed the last commit (lag 1)
+    "rides/cow_old": (COW, 3),  # its first three commits in 2020 (for hoodie.cleaner.hours.retained): clean
 }
+OLD_TABLE = "rides/cow_old"
+OLD_INSTANTS = ("20200101000000000", "20200101010000000", "20200101020000000")
+"""The instant times of the old table's bulk insert and first two upserts (its last upsert is now)."""
 MDT_TABLE = "rides/cow_mdt"
 EXPECTED_DUE: dict[str, list[str]] = {
     "rides_mor_due": ["compaction"],
@@ -50,6 +54,7 @@ EXPECTED_DUE: dict[str, list[str]] = {
     "sales_mor_all": ["compaction", "archive"],  # 4 log blocks at most: under hoodie.log.compaction.blocks.threshold
     "deep_a_b_mor_deep": ["compaction"],
     "rides_cow_mdt": [],
+    "rides_cow_old": ["clean"],
 }
 BROKEN_PLAN_INSTANT = "20200101000000000"
 PAIMON_ARCHIVE = SHARED / "fixtures" / "paimon-tables" / "pk_global_index_golden.tar.gz"
@@ -74,10 +79,11 @@ def write_warehouse(root: Path) -> list[str]:
         opts = trips_options(table_type=table_type)
         if rel == MDT_TABLE:
             opts = trips_options(table_type=table_type, options={"hoodie.metadata.enable": "true"})
-        write_table(path, base, operation="bulk_insert", options=opts)
+        old = list(OLD_INSTANTS) if rel == OLD_TABLE else []
+        write_table(path, base, operation="bulk_insert", options=opts, instant_time=old.pop(0) if old else None)
         for i in range(upserts):
             upd = generate_updates(base, fraction=0.3, seed=i, ts_offset=(i + 1) * 10**6)
-            write_table(path, upd, operation="upsert", options=opts)
+            write_table(path, upd, operation="upsert", options=opts, instant_time=old.pop(0) if old else None)
     # the metadata table's commit of the last write did not complete (as after a crash between the two commits)
     mdt = root / MDT_TABLE / ".hoodie" / "metadata" / ".hoodie"
     max(mdt.glob("2*.deltacommit")).unlink()

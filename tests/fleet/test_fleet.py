@@ -352,7 +352,22 @@ def test_probe_agrees_with_the_planners(warehouse: Warehouse, tmp_path: Path) ->
             for t in tables
         ]
     )
-    assert {n for n, services in work.items() if "clean" in services} == {"priority_clean", "sales_cow_archive"}
+    assert {n for n, services in work.items() if "clean" in services} == {
+        "priority_clean",
+        "sales_cow_archive",
+        "rides_cow_old",
+    }
+    # by hours: only the table with commits older than the window has slices to clean
+    shutil.rmtree(wh)
+    shutil.copytree(warehouse.root, wh)
+    hours = {"hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS", "hoodie.cleaner.hours.retained": "1"}
+    work = assert_probe_matches_planners(
+        [
+            dataclasses.replace(t, service_maps={**t.service_maps, "clean": hours}, options={**t.options, **hours})
+            for t in tables
+        ]
+    )
+    assert {n for n, services in work.items() if "clean" in services} == {"rides_cow_old"}
 
 
 def assert_probe_matches_planners(tables: list[Any]) -> dict[str, set[str]]:
