@@ -38,7 +38,9 @@ Limits: every run carries the tags ``lake_orchestration/table``, ``lake_orchestr
 service. The compaction steps also run in the Dagster pool ``fleet_compaction`` (op concurrency: at most N
 compaction steps fleet-wide, ``dagster instance concurrency set fleet_compaction N``).
 
-A Paimon table of a fleet keeps its per-table definitions (:mod:`lake_orchestration.dagster.paimon`).
+A Paimon table of the fleet is compacted by ``fleet__paimon_compaction`` (the same step bodies as its own job in the
+per-table model, :mod:`lake_orchestration.dagster.paimon`), requested by ``fleet__compaction_sensor`` when its
+planner has buckets to compact (the probe lists ``snapshot/``), and measured by ``fleet/health``.
 """
 
 import collections
@@ -66,7 +68,6 @@ from lake_orchestration.dagster.jobs import (
     rollback_step,
     schedule_compaction_step,
 )
-from lake_orchestration.dagster.paimon import build_paimon_table_definitions
 from lake_orchestration.dagster.resources import build_spark_resource
 from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, definitions_executor
 
@@ -184,7 +185,8 @@ class _Fleet:
                 allow_retries=False,
             ) from None
 
-    def of_run(self, context: dg.OpExecutionContext) -> HudiTableConfig:
+    def of_run(self, context: dg.OpExecutionContext, fmt: str = "hudi") -> HudiTableConfig:
+        """The table the run's tag names, of format ``fmt``."""
         name = context.run.tags.get(TABLE_TAG)
         if not name:
             raise dg.Failure(
@@ -192,7 +194,20 @@ class _Fleet:
                 "sensors and schedules set it)",
                 allow_retries=False,
             )
-        return self.config(name)
+        cfg = self.config(name)
+        if cfg.format != fmt:
+            raise dg.Failure(
+                f"Table {name!r} is a {cfg.format} table: {context.job_name} runs on {fmt} tables only",
+                allow_retries=False,
+            )
+        return cfg
+
+    def hudi_config(self, name: str) -> HudiTableConfig:
+        """The config of the Hudi table ``name`` (a partition of ``fleet/compaction_plans`` names one)."""
+        cfg = self.config(name)
+        if cfg.format != "hudi":
+            raise dg.Failure(f"Table {name!r} is a {cfg.format} table, not a Hudi table", allow_retries=False)
+        return cfg
 
     def tags(self, name: str, service: str) -> dict[str, str]:
         pool = self.tables[name].policy.pool or service
@@ -286,7 +301,43 @@ def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
     def archive_job() -> None:
         merge_op(archive_op())
 
-    return {"schedule_compaction": schedule_job, "rollback": rollback_job, "clean": clean_job, "archive": archive_job}
+    out = {"schedule_compaction": schedule_job, "rollback": rollback_job, "clean": clean_job, "archive": archive_job}
+    if any(c.format == "paimon" for c in fleet.configs.values()):
+        out["paimon_compaction"] = _build_paimon_job(fleet, retry)
+    return out
+
+
+def _build_paimon_job(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.JobDefinition:
+    """``fleet__paimon_compaction``: the Paimon tables' compaction (execute, then commit a COMPACT snapshot), the
+    table from the run's tag; the same step bodies as a Paimon table's own job."""
+    from lake_orchestration.dagster.paimon import (
+        ExecutedCompaction,
+        PaimonCompactionRunConfig,
+        paimon_commit_step,
+        paimon_execute_step,
+    )
+
+    @_fleet_op(
+        "paimon_compaction_execute", "compaction", retry, pool=COMPACTION_POOL, required_resource_keys=fleet.spark_keys
+    )
+    def execute_op(context: dg.OpExecutionContext, config: PaimonCompactionRunConfig) -> ExecutedCompaction:
+        return paimon_execute_step(context, fleet.of_run(context, "paimon"), config)
+
+    @_fleet_op("paimon_compaction_commit", "compaction", retry)
+    def commit_op(context: dg.OpExecutionContext, executed: ExecutedCompaction) -> dg.Output[None]:
+        return paimon_commit_step(context, fleet.of_run(context, "paimon"), executed)
+
+    @dg.job(
+        name="fleet__paimon_compaction",
+        executor_def=LIGHT_EXECUTOR if all(c.engine == "local" for c in fleet.configs.values()) else None,
+        description=(
+            "Compact the run's Paimon table: plan the latest snapshot and execute, then commit a COMPACT snapshot"
+        ),
+    )
+    def job() -> None:
+        commit_op(execute_op())
+
+    return job
 
 
 def _build_compaction_asset(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.AssetsDefinition:
@@ -301,12 +352,12 @@ def _build_compaction_asset(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.AssetsDe
     )
     def execute_plan_op(context: dg.OpExecutionContext) -> Any:
         table, instant = split_partition_key(context.partition_key)
-        return execute_plan_step(context, fleet.config(table), tr, instant)
+        return execute_plan_step(context, fleet.hudi_config(table), tr, instant)
 
     @dg.op(name="fleet__compaction_commit_op", retry_policy=retry, tags={SERVICE_TAG: "compaction"})
     def commit_op(context: dg.OpExecutionContext, executed: Any) -> dg.Output[None]:
         table, _ = split_partition_key(context.partition_key)
-        return commit_plan_step(context, fleet.config(table), tr, executed)
+        return commit_plan_step(context, fleet.hudi_config(table), tr, executed)
 
     @dg.graph_asset(
         key=COMPACTION_KEY,
@@ -469,9 +520,10 @@ def evaluate(
             return name, f"{type(err).__name__}: {err}"
         return name, probe(fleet.tables[name], previous=last.get(name), storage=storage)
 
-    hudi = [n for n in names if fleet.tables[n].format == "hudi"]
+    formats = ("hudi", "paimon") if service == "compaction" else ("hudi",)
+    probed = [n for n in names if fleet.tables[n].format in formats]
     with ThreadPoolExecutor(max_workers=PROBE_THREADS) as pool:  # object stores: listings overlap
-        results = list(pool.map(one, hudi))
+        results = list(pool.map(one, probed))
     probes = []
     for name, p in results:
         if isinstance(p, str):
@@ -523,6 +575,16 @@ def _compaction_tick(
                 tick.fingerprints[p.name] = p.fingerprint
             continue
         cfg = fleet.configs[p.name]
+        if cfg.format == "paimon":  # its compaction is the run (plan, execute, commit)
+            tick.run_requests.append(
+                dg.RunRequest(
+                    run_key=f"paimon_compaction:{p.name}:{p.fingerprint}",
+                    job_name="fleet__paimon_compaction",
+                    tags=fleet.tags(p.name, "compaction") | {"lake_orchestration/reason": due.reason[:200]},
+                )
+            )
+            tick.fingerprints[p.name] = p.fingerprint
+            continue
         try:
             table = cfg.open_table()  # a changed table with compaction due: its plans (one more listing)
             pending = [str(i.time) for i in table.timeline.pending_compactions()]
@@ -594,7 +656,11 @@ def _stale_tick(fleet: _Fleet, probes: list[Any], tick: Tick, budget: int) -> Ti
 
 def _sensor_jobs(service: str, jobs: Mapping[str, Any], compaction_job: Any) -> list[Any]:
     if service == "compaction":
-        return [compaction_job, jobs["schedule_compaction"]]
+        return [
+            compaction_job,
+            jobs["schedule_compaction"],
+            *([jobs["paimon_compaction"]] if "paimon_compaction" in jobs else []),
+        ]
     if service == "stale_inflight":
         return [jobs["rollback"]]
     return [jobs[service]]
@@ -646,14 +712,19 @@ def cron_slug(cron: str) -> str:
 
 def _build_schedules(fleet: _Fleet, jobs: Mapping[str, Any], budget: int) -> list[Any]:
     out: list[Any] = []
-    for service, attr in (("compaction", "schedule_cron"), ("clean", "clean_cron"), ("archive", "archive_cron")):
+    kinds = (
+        ("compaction", "hudi", "schedule_cron", "schedule_compaction"),
+        ("clean", "hudi", "clean_cron", "clean"),
+        ("archive", "hudi", "archive_cron", "archive"),
+        ("paimon_compaction", "paimon", "schedule_cron", "paimon_compaction"),
+    )
+    for service, fmt, attr, job_key in kinds:
         by_cron: dict[str, list[str]] = {}
         for name, cfg in sorted(fleet.configs.items()):
-            if cfg.format == "hudi" and getattr(cfg, attr):
+            if cfg.format == fmt and getattr(cfg, attr):
                 by_cron.setdefault(getattr(cfg, attr), []).append(name)
         for cron, names in sorted(by_cron.items()):
-            job = jobs["schedule_compaction"] if service == "compaction" else jobs[service]
-            out.append(_schedule(fleet, service, cron, names, job, budget))
+            out.append(_schedule(fleet, service, cron, names, jobs[job_key], budget))
     return out
 
 
@@ -673,7 +744,8 @@ def _schedule(fleet: _Fleet, service: str, cron: str, names: list[str], job: Any
         ),
     )
     def _sched(context: dg.ScheduleEvaluationContext) -> Any:
-        tick = evaluate(fleet, service, names, previous=None, budget=budget, instance=context.instance, run_plans=False)
+        kind = "compaction" if service == "paimon_compaction" else service
+        tick = evaluate(fleet, kind, names, previous=None, budget=budget, instance=context.instance, run_plans=False)
         if tick.add_partitions and context.instance is not None:
             context.instance.add_dynamic_partitions(PARTITIONS_DEF, sorted(set(tick.add_partitions)))
         if not tick.run_requests:
@@ -698,7 +770,7 @@ def build_fleet_definitions(
         tables: the tables (names unique).
         spark_config: ``spark.*`` configuration of the ``pyspark`` resource.
         budget_per_tick: runs a sensor (or schedule) requests at most per evaluation (>= 1).
-        translator: names of a Paimon table's per-table definitions.
+        translator: unused (the fleet's names are fixed); accepted as ``build_hudi_definitions`` takes it.
 
     Raises:
         HudiConfigError: two tables share a name, or ``budget_per_tick`` < 1.
@@ -710,12 +782,11 @@ def build_fleet_definitions(
     if budget_per_tick < 1:
         raise HudiConfigError("fleet", f"budget_per_tick: expected >= 1, got {budget_per_tick}")
     hudi = [t for t in tables if t.format == "hudi"]
-    every = _Fleet(tables)  # the health asset's (Paimon tables too)
-    fleet = every if len(hudi) == len(tables) else _Fleet(hudi)
-    retry = _retry(hudi) if hudi else HudiTableConfig(name="x", base_path="/x").retry_policy()
+    fleet = _Fleet(tables)
+    retry = _retry(tables) if tables else HudiTableConfig(name="x", base_path="/x").retry_policy()
     jobs = _build_jobs(fleet, retry)
     compaction_asset = _build_compaction_asset(fleet, retry)
-    health_asset = _build_health_asset(every)
+    health_asset = _build_health_asset(fleet)
     compaction_job = dg.define_asset_job(
         "fleet__compaction",
         selection=dg.AssetSelection.assets(COMPACTION_KEY),
@@ -731,22 +802,11 @@ def build_fleet_definitions(
     schedules = _build_schedules(fleet, jobs, budget_per_tick)
     assets: list[Any] = [compaction_asset, health_asset]
     all_jobs: list[Any] = [compaction_job, health_job, *jobs.values()]
-    checks: list[Any] = []
-    tr = translator or DagsterHudiTranslator()
-    for cfg in tables:  # Paimon tables keep their own definitions
-        if cfg.format == "paimon":
-            p = build_paimon_table_definitions(cfg, tr)
-            assets += p.assets
-            all_jobs += p.jobs
-            schedules += p.schedules
-            sensors += p.sensors
-            checks += p.checks
     return dg.Definitions(
         assets=assets,
         jobs=all_jobs,
         schedules=schedules,
         sensors=sensors,
-        asset_checks=checks,
         resources={"pyspark": build_spark_resource(spark_config)},
         executor=definitions_executor(list(tables)),
     )

@@ -145,6 +145,55 @@ def committed_snapshot(table: PaimonTable, after: int, commit_user: str) -> int 
     return None
 
 
+def paimon_execute_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, config: PaimonCompactionRunConfig
+) -> ExecutedCompaction:
+    """The Paimon compaction's execute step (one body for a table's op and the fleet's): plan the latest snapshot,
+    write the compacted files, commit nothing."""
+    commit_user = str(uuid.uuid4())
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        plan = plan_compaction(table, full=config.full)
+        if plan.is_empty:
+            context.log.info(f"{cfg.name}: no compaction needed at snapshot {plan.snapshot_id}")
+            return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=None, commit_user=commit_user)
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        execution = execute_compaction(plan, storage=table.storage, engine=table_engine(cfg.engine, spark))
+    context.add_output_metadata(execution_metadata(execution))
+    return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=execution, commit_user=commit_user)
+
+
+def paimon_commit_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, executed: ExecutedCompaction
+) -> dg.Output[None]:
+    """The Paimon compaction's commit step: a COMPACT snapshot (a retry after a commit that landed writes nothing)."""
+    execution = executed.execution
+    if execution is None:
+        return dg.Output(None, metadata={"snapshot_id": executed.snapshot_id or 0, "compacted": False})
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        done = committed_snapshot(table, execution.plan.snapshot_id or 0, executed.commit_user)
+        if done is not None:  # a retry after a commit that landed
+            context.log.info(f"{cfg.name}: compaction already committed as snapshot {done}: nothing written")
+            return dg.Output(None, metadata={"compact_snapshot_id": done, "already_committed": True})
+        try:
+            commit = commit_compaction(table, execution, commit_user=executed.commit_user)
+        except PaimonCommitConflictError as err:
+            removed = abort_execution(table, execution)
+            raise DagsterHudiError(
+                f"PaimonCommitConflictError: {err}; the {removed} file(s) this compaction wrote were deleted, the "
+                "next run plans from the new latest snapshot",
+                table=cfg.name,
+                table_uri=cfg.base_path,
+                timeline=step.timeline_excerpt(),
+                error=type(err).__name__,
+                allow_retries=False,
+            ) from err
+    if commit is None:
+        return dg.Output(None, metadata={"snapshot_id": executed.snapshot_id or 0, "compacted": False})
+    return dg.Output(None, metadata=commit_metadata(commit, execution))
+
+
 def build_paimon_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``paimon/<t>/compaction``: the graph ``compaction_execute`` -> ``compaction_commit`` (module docstring)."""
     pool = translator.get_pool(cfg)
@@ -160,17 +209,7 @@ def build_paimon_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiT
         description=f"Plan the latest snapshot of {cfg.name} and write the compacted files (nothing committed)",
     )
     def execute_op(context: dg.OpExecutionContext, config: PaimonCompactionRunConfig) -> ExecutedCompaction:
-        commit_user = str(uuid.uuid4())
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            plan = plan_compaction(table, full=config.full)
-            if plan.is_empty:
-                context.log.info(f"{cfg.name}: no compaction needed at snapshot {plan.snapshot_id}")
-                return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=None, commit_user=commit_user)
-            spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-            execution = execute_compaction(plan, storage=table.storage, engine=table_engine(cfg.engine, spark))
-        context.add_output_metadata(execution_metadata(execution))
-        return ExecutedCompaction(snapshot_id=plan.snapshot_id, execution=execution, commit_user=commit_user)
+        return paimon_execute_step(context, cfg, config)
 
     @dg.op(
         name=translator.get_op_name(cfg, "compaction_commit"),
@@ -180,31 +219,7 @@ def build_paimon_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiT
         description=f"Commit an executed compaction of {cfg.name} as a COMPACT snapshot",
     )
     def commit_op(context: dg.OpExecutionContext, executed: ExecutedCompaction) -> dg.Output[None]:
-        execution = executed.execution
-        if execution is None:
-            return dg.Output(None, metadata={"snapshot_id": executed.snapshot_id or 0, "compacted": False})
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            done = committed_snapshot(table, execution.plan.snapshot_id or 0, executed.commit_user)
-            if done is not None:  # a retry after a commit that landed
-                context.log.info(f"{cfg.name}: compaction already committed as snapshot {done}: nothing written")
-                return dg.Output(None, metadata={"compact_snapshot_id": done, "already_committed": True})
-            try:
-                commit = commit_compaction(table, execution, commit_user=executed.commit_user)
-            except PaimonCommitConflictError as err:
-                removed = abort_execution(table, execution)
-                raise DagsterHudiError(
-                    f"PaimonCommitConflictError: {err}; the {removed} file(s) this compaction wrote were deleted, the "
-                    "next run plans from the new latest snapshot",
-                    table=cfg.name,
-                    table_uri=cfg.base_path,
-                    timeline=step.timeline_excerpt(),
-                    error=type(err).__name__,
-                    allow_retries=False,
-                ) from err
-        if commit is None:
-            return dg.Output(None, metadata={"snapshot_id": executed.snapshot_id or 0, "compacted": False})
-        return dg.Output(None, metadata=commit_metadata(commit, execution))
+        return paimon_commit_step(context, cfg, executed)
 
     @dg.graph_asset(
         key=translator.get_compaction_asset_key(cfg),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pendulum
@@ -166,3 +167,46 @@ def test_backfill_of_pending_plans_per_table_and_across_the_fleet(tmp_path: Path
         assert not t.timeline.pending_compactions()
         assert [str(i.time) for i in t.timeline.completed().with_actions(Action.COMMIT)] == [plans[n]]
         assert_same_rows(hudi_rs_snapshot(tmp_path / n), before[n], ignore=REWRITTEN_BY_SERVICES)
+
+
+@pytest.mark.slow
+def test_fleet_compacts_a_paimon_table_pypaimon_reads_the_same(tmp_path: Path, table_src: Path, pypaimon: Any) -> None:
+    """A Paimon table (written by pypaimon, 5 level-0 files in one bucket, trigger 2) beside a Hudi table: the fleet
+    model builds no per-table definitions for it; ``fleet__compaction_sensor`` requests one
+    ``fleet__paimon_compaction`` run (none for the quiet Hudi table), which commits a COMPACT snapshot; the next tick
+    requests nothing; pypaimon reads the same rows."""
+    from lake_orchestration.dagster import HudiTableConfig
+    from lake_orchestration.dagster.fleet import TABLE_TAG, build_fleet_definitions
+    from lake_orchestration.paimon.model import CommitKind
+    from lake_orchestration.paimon.table import PaimonTable
+    from tests.dagster.test_paimon_dagster import _write
+    from tests.paimon.tables import read_rows
+
+    warehouse, path = _write(
+        pypaimon, tmp_path, 5, **{"num-sorted-run.compaction-trigger": "2", "num-sorted-run.stop-trigger": "3"}
+    )
+    before = read_rows(pypaimon, warehouse)
+    shutil.copytree(table_src, tmp_path / "h")
+    tables = [
+        HudiTableConfig(name="p", base_path=path, format="paimon"),
+        HudiTableConfig(name="h", base_path=str(tmp_path / "h")),
+    ]
+    defs = build_fleet_definitions(tables=tables)
+    dg.Definitions.validate_loadable(defs)
+    assert {s.name for s in defs.sensors} == {f"fleet__{k}_sensor" for k in SERVICES}
+    assert not [j for j in defs.jobs if j.name.startswith("p__")]
+    sensor = defs.resolve_sensor_def("fleet__compaction_sensor")
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        (req,) = result.run_requests
+        assert req.job_name == "fleet__paimon_compaction" and req.tags[TABLE_TAG] == "p"
+        run = defs.resolve_job_def(req.job_name).execute_in_process(instance=instance, tags=req.tags)
+        assert run.success
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor))
+        assert not again.run_requests
+    snap = PaimonTable.open(path).latest_snapshot()
+    assert snap is not None and snap.commit_kind is CommitKind.COMPACT and snap.id == 6
+    assert read_rows(pypaimon, warehouse) == before
+
+
+SERVICES = ("compaction", "clean", "archive", "stale_inflight")
