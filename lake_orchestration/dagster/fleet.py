@@ -159,7 +159,6 @@ class _Fleet:
 
     def __init__(self, tables: Sequence[HudiTableConfig]) -> None:
         self.configs = {t.name: t for t in tables}
-        self._storage: dict[str, Any] = {}
         self.spark_keys = {"pyspark"} if any(t.engine == "spark" for t in tables) else set()
         """The execute steps need the ``pyspark`` resource when a table runs on Spark."""
 
@@ -170,10 +169,10 @@ class _Fleet:
         return {t.name: t for t in fleet_tables(list(self.configs.values()))}
 
     def storage(self, name: str) -> Any:
-        """The table's :class:`~lake_orchestration.io.storage.Storage`, made once (a tick is then 1 LIST a table)."""
-        if name not in self._storage:
-            self._storage[name] = self.tables[name].storage()
-        return self._storage[name]
+        """A :class:`~lake_orchestration.io.storage.Storage` of the table, made for one tick (no request: the probe's
+        LIST is the tick's only one), so secrets are read from the environment again at each tick (a rotated
+        session token is picked up)."""
+        return self.tables[name].storage()
 
     def config(self, name: str) -> HudiTableConfig:
         try:
@@ -513,12 +512,14 @@ def evaluate(
     tick = Tick(fingerprints=dict(previous or {}))
     last = previous or {}
 
+    judge = _pending_writes_probe if service == "stale_inflight" else probe
+
     def one(name: str) -> Any:
         try:
             storage = fleet.storage(name)
         except Exception as err:  # a secret not set, an unknown endpoint: this table only
             return name, f"{type(err).__name__}: {err}"
-        return name, probe(fleet.tables[name], previous=last.get(name), storage=storage)
+        return name, judge(fleet.tables[name], previous=last.get(name), storage=storage)
 
     formats = ("hudi", "paimon") if service == "compaction" else ("hudi",)
     probed = [n for n in names if fleet.tables[n].format in formats]
@@ -613,20 +614,47 @@ def _compaction_tick(
     return tick
 
 
+_STALE_CANDIDATES = ("commit", "deltacommit", "replacecommit", "rollback")
+"""Pending actions the stale-inflight sensor judges (the rollback planner's ``stale_writes``: writes, and rollbacks
+interrupted after their write's files were gone)."""
+
+
+def _pending_writes_probe(table: Any, *, previous: str | None, storage: Any) -> Any:
+    """The stale-inflight sensor's probe: the one listing of ``.hoodie/`` and its fingerprint (as
+    :func:`lake_orchestration.fleet.probe.probe`), and whether it shows a pending write (``due["pending_writes"]``),
+    from the file names alone: a table without one is not opened."""
+    from lake_orchestration.errors import LakeOrchestrationError
+    from lake_orchestration.fleet.probe import Due, TableProbe, fingerprint, list_timeline
+    from lake_orchestration.hudi.model.timeline import Timeline
+
+    try:
+        entries = list_timeline(table, storage)
+        fp = fingerprint((e.name, 0 if e.is_dir else e.size) for e in entries)
+        if previous is not None and fp == previous:
+            return TableProbe(name=table.name, fingerprint=fp, changed=False)
+        tl = Timeline.from_file_names([e.name for e in entries if not e.is_dir], where=".hoodie")
+        writes = [str(i.time) for i in tl.pending() if i.action.value in _STALE_CANDIDATES]
+    except (LakeOrchestrationError, OSError, ValueError) as err:
+        return TableProbe(name=table.name, fingerprint="", changed=True, error=str(err))
+    due = Due(bool(writes), float(len(writes)), f"pending writes {writes[:5]}")
+    return TableProbe(name=table.name, fingerprint=fp, changed=True, due={"pending_writes": due})
+
+
 def _stale_tick(fleet: _Fleet, probes: list[Any], tick: Tick, budget: int) -> Tick:
-    """Stale inflight writes: a changed table with a pending write is opened and judged by its heartbeat settings.
-    A table with pending writes keeps no fingerprint (a write becomes stale with time, not with a change)."""
+    """Stale inflight writes: a changed table whose listing shows a pending write is opened and judged by its
+    heartbeat settings. Such a table keeps no fingerprint (a write becomes stale with time, not with a change); a
+    table without a pending write costs its listing only."""
     from lake_orchestration.hudi.services.rollback import stale_writes
 
     for p in probes:
         if len(tick.run_requests) >= budget:
             break
+        if not p.due["pending_writes"].needed:
+            tick.fingerprints[p.name] = p.fingerprint
+            continue
         cfg = fleet.configs[p.name]
         try:
             table = cfg.open_table()
-            pending = [
-                i for i in table.timeline.pending() if i.action.value not in ("compaction", "clean", "logcompaction")
-            ]
             heartbeat = cfg.heartbeat_config()
             stale = stale_writes(
                 table,
@@ -647,10 +675,7 @@ def _stale_tick(fleet: _Fleet, probes: list[Any], tick: Tick, budget: int) -> Ti
                     | {"hudi/instant": str(s.instant.time), "hudi/reason": s.reason},
                 )
             )
-        if not pending:
-            tick.fingerprints[p.name] = p.fingerprint
-        else:
-            tick.fingerprints.pop(p.name, None)
+        tick.fingerprints.pop(p.name, None)
     return tick
 
 
