@@ -184,7 +184,9 @@ def metadata_table_compaction_bound(table: HudiTable) -> tuple[bool, str | None]
     if not table.metadata_table_exists():
         return False, None
     try:
-        mdt = HudiTable(table.storage.uri(table.storage.join(".hoodie", METADATA_TABLE_DIR)))
+        mdt = HudiTable(
+            table.storage.uri(table.storage.join(".hoodie", METADATA_TABLE_DIR)), storage_options=table.storage.options
+        )
     except (TableNotFoundError, StorageError) as err:
         raise CorruptFileError(table.storage.uri(mdt_props), f"metadata table unreadable: {err}") from err
     last = mdt.timeline.with_actions(Action.COMMIT).completed().last
