@@ -11,6 +11,8 @@ service (our writer creates the metadata table on the first write, every later i
 * schedule compaction (``hoodie.compact.inline.max.delta.commits=3``), run compaction (local engine);
 * two upserts, then schedule + run log compaction (``hoodie.log.compaction.blocks.threshold=2``);
 * clean (``hoodie.cleaner.commits.retained=1``);
+* two upserts (the first is the metadata table's 10th deltacommit since it began: it compacts the metadata table;
+  the data table's archival never passes that compaction);
 * archive (``hoodie.keep.min/max.commits=2/3``);
 * an upsert that fails at its commit point (after its MDT deltacommit, before its completed instant: the data
   table's ``transition_to_completed`` raises), then the rollback of that write;
