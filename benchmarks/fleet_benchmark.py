@@ -11,7 +11,8 @@ For each fleet size N, in one run:
 * **tick (local)**: one evaluation of ``fleet__compaction_sensor`` over N local tables: the first tick (no cursor:
   every table judged) and a steady tick (nothing changed: one listing of ``.hoodie/`` per table and nothing else);
 * **requests per table per tick (moto S3)**: the same two ticks over N tables on moto's S3 server (the request
-  recorder of ``tests/objectstore/conftest.py``), counted by the server: LISTs and all requests, divided by N.
+  recorder of ``tests/objectstore/conftest.py``), counted by the server: LISTs and all requests, divided by N, and
+  their wall time; and the most requests per table of any first or steady tick of the other three fleet sensors.
 
 The tables: 10 real small tables (MERGE_ON_READ, a bulk insert and 2 upserts, compaction trigger not met) written
 once locally and once on S3; the N config entries point at them in turn (entry ``t0042`` at table ``42 % 10``): every
@@ -260,18 +261,27 @@ def main() -> None:
 
                     s3_defs = definitions_of(load_config_file(s3_file))
                     if model == "fleet":
-                        lists, total, (_, cursor) = s3.count(
+                        lists, total, (first_s, cursor) = s3.count(
                             lambda d=s3_defs: _tick(d, instance, "fleet__compaction_sensor", None)
                         )
-                        row |= {"s3_first_list": lists / n, "s3_first_req": total / n}
-                        lists, total, _ = s3.count(
+                        row |= {"s3_first_list": lists / n, "s3_first_req": total / n, "s3_first_s": first_s}
+                        lists, total, (steady_s, _) = s3.count(
                             lambda d=s3_defs, c=cursor: _tick(d, instance, "fleet__compaction_sensor", c)
                         )
-                        row |= {"s3_steady_list": lists / n, "s3_steady_req": total / n}
+                        row |= {"s3_steady_list": lists / n, "s3_steady_req": total / n, "s3_steady_s": steady_s}
+                        # every other fleet sensor, first and steady tick: the most requests per table of any
+                        most = 0.0
+                        for name in ("fleet__clean_sensor", "fleet__archive_sensor", "fleet__stale_inflight_sensor"):
+                            _, total, (_, c) = s3.count(lambda d=s3_defs, x=name: _tick(d, instance, x, None))
+                            most = max(most, total / n)
+                            _, total, _ = s3.count(lambda d=s3_defs, x=name, y=c: _tick(d, instance, x, y))
+                            most = max(most, total / n)
+                        row |= {"s3_other_sensors_max_req": most}
                     else:
                         lists, total, _ = s3.count(lambda d=s3_defs: _per_table_tick(d, instance))
                         row |= {"s3_first_list": lists / n, "s3_first_req": total / n}
-                        row |= {"s3_steady_list": None, "s3_steady_req": None}
+                        row |= {"s3_steady_list": None, "s3_steady_req": None, "s3_other_sensors_max_req": None}
+                        row |= {"s3_first_s": None, "s3_steady_s": None}
                 rows.append(row)
                 print(_fmt(row), flush=True)
     finally:
@@ -292,9 +302,10 @@ def _fmt(row: dict[str, Any]) -> str:
 def _table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| model | tables | load, new process (s) | load, warm (s) | jobs | sensors | schedules | asset keys "
-        "| first tick (s) | steady tick (s) | S3 req/table, first tick (LIST) | S3 req/table, steady tick (LIST) |"
+        "| first tick (s) | steady tick (s) | S3 first tick (s) | S3 steady tick (s) "
+        "| S3 req/table, first tick (LIST) | S3 req/table, steady tick (LIST) | S3 req/table, other sensors (max) |"
     )
-    out = [head, "|" + "---|" * 12]
+    out = [head, "|---|" + "---:|" * 14]
 
     def f(v: Any, d: int = 2) -> str:
         return "-" if v is None else f"{v:.{d}f}"
@@ -303,8 +314,9 @@ def _table(rows: list[dict[str, Any]]) -> str:
         out.append(
             f"| {r['model']} | {r['tables']:,} | {f(r['load_fresh_s'])} | {f(r['load_s'], 3)} | {r['jobs']} "
             f"| {r['sensors']} | {r['schedules']} | {r['asset_keys']} | {f(r['tick_first_s'])} "
-            f"| {f(r['tick_steady_s'])} | {f(r['s3_first_req'])} ({f(r['s3_first_list'])}) "
-            f"| {f(r['s3_steady_req'])} ({f(r['s3_steady_list'])}) |"
+            f"| {f(r['tick_steady_s'])} | {f(r['s3_first_s'])} | {f(r['s3_steady_s'])} "
+            f"| {f(r['s3_first_req'])} ({f(r['s3_first_list'])}) "
+            f"| {f(r['s3_steady_req'])} ({f(r['s3_steady_list'])}) | {f(r['s3_other_sensors_max_req'])} |"
         )
     return "\n".join(out)
 
