@@ -21,6 +21,8 @@ import pytest
 
 from lake_orchestration.dagster import HudiTableConfig
 from lake_orchestration.dagster.fleet import (
+    COMPACTION_KEY,
+    COMPACTION_POOL,
     HEALTH_CHECK,
     HEALTH_KEY,
     PARTITIONS_DEF,
@@ -157,6 +159,9 @@ def test_run_tags_meet_the_instance_limits(fleet_dir: Path) -> None:
     heavy = {r.tags[TABLE_TAG] for r in requests if r.tags[POOL_TAG] == "heavy"}
     assert len(heavy & set(per_table)) == 2  # 2 of the 3 clean_ tables
     assert set(per_table) | heavy == {r.tags[TABLE_TAG] for r in requests}
+    # the op-level limit: the compaction's execute step runs in the Dagster pool fleet_compaction
+    plans = defs.resolve_assets_def(COMPACTION_KEY).node_def
+    assert plans.node_named("fleet__compaction_execute_plan_op").definition.pool == COMPACTION_POOL
 
 
 def test_fleet_runs_every_needed_service_once_and_names_the_tables_in_breach(fleet_dir: Path) -> None:
