@@ -29,6 +29,17 @@ Commands (one JSON object per line, ``{"op": ..., ...}``); answer ``{"ok": true,
   once (the next commands run beside it; e.g. ``lock`` while the write is inflight, before the JVM is killed).
 - ``hadoop_conf``: ``conf`` (``{key: value}``) -> ``{}``: set in the session's Hadoop configuration before a file
   system of that scheme is first used (e.g. ``fs.s3a.*``: S3A's endpoint and credentials).
+- ``mdt_views``: ``path`` -> the latest base files and latest file slices checks of hudi-utilities'
+  ``HoodieMetadataTableValidator`` (``--validate-latest-base-files --validate-latest-file-slices``), which the bundle
+  lacks, computed here from the bundle's own classes as the validator does: two in-memory file-system views
+  (``FileSystemViewManager.createInMemoryFileSystemView``) on one meta client (its active timeline: the latest
+  completed instant), one with ``hoodie.metadata.enable`` on, one listing storage. ``{"instant", "partitions":
+  {"metadata": [...], "fs": [...]}, "checked": {partition: {"base_files": n, "file_slices": n}}, "diffs": [{"partition",
+  "check", "detail", "metadata", "fs"}], "tolerated": [...]}``: ``diffs`` holds what the validator fails on (a
+  different count or sorted list of latest base files: name, file id, size; of latest file slices: file group, base
+  instant, base file name and size, and log files that differ and are committed), ``tolerated`` the log files that
+  differ but the validator lets pass (no readable block, or a block of an instant that is not completed or whose
+  commit metadata does not name the file).
 """
 
 from __future__ import annotations
@@ -146,6 +157,164 @@ def _write(spark: SparkSession, cmd: dict[str, Any], source: str) -> list[str]:
     return _completed_instants(spark, cmd["path"])
 
 
+# -- HoodieMetadataTableValidator's latest base files / latest file slices checks ----------------------------------
+
+
+def _base_file(jbase: Any) -> dict[str, Any]:
+    return {"file_name": str(jbase.getFileName()), "file_id": str(jbase.getFileId()), "size": int(jbase.getFileSize())}
+
+
+def _file_slice(jslice: Any) -> dict[str, Any]:
+    base = jslice.getBaseFile()
+    return {
+        "file_id": str(jslice.getFileId()),
+        "base_instant": str(jslice.getBaseInstantTime()),
+        "base_file": _base_file(base.get()) if base.isPresent() else None,
+        "log_files": sorted(
+            (
+                {"path": str(f.getPath().toString()), "size": int(f.getFileSize())}
+                for f in jslice.getLogFiles().toArray()
+            ),
+            key=lambda f: f["path"],
+        ),
+    }
+
+
+def _log_file_committed(jvm: Any, meta: Any, path: str, committed: dict[str, set[str]]) -> tuple[bool, str]:
+    """The validator's ``hasCommittedLogFiles`` for one log file: its first block's instant is completed and the
+    instant's commit metadata names the file, or the instant is before the active timeline (archived)."""
+    storage = meta.getStorage()
+    log_path = jvm.org.apache.hudi.storage.StoragePath(path)
+    try:
+        schema = jvm.org.apache.hudi.common.table.TableSchemaResolver.readSchemaFromLogFile(storage, log_path)
+        if schema is None:
+            return False, f"no schema readable from {path}"
+        reader = jvm.org.apache.hudi.common.table.log.HoodieLogFormat.newReader(
+            storage, jvm.org.apache.hudi.common.model.HoodieLogFile(path), schema, False
+        )
+        try:
+            if not reader.hasNext():
+                return False, f"no log block in {path}"
+            header_type = getattr(jvm.org.apache.hudi.common.table.log.block, "HoodieLogBlock$HeaderMetadataType")
+            instant = str(reader.next().getLogBlockHeader().get(header_type.INSTANT_TIME))
+        finally:
+            reader.close()
+    except Exception as err:  # the validator skips an unreadable log file (likely inflight)
+        return False, f"cannot read {path}: {type(err).__name__}"
+    commits = meta.getCommitsTimeline()
+    completed = commits.filterCompletedInstants()
+    if completed.containsInstant(instant):
+        if instant not in committed:
+            found = [i for i in completed.getInstants().toArray() if str(i.getTimestamp()) == instant]
+            cls = jvm.org.apache.hudi.common.model.HoodieCommitMetadata
+            metadata = cls.fromBytes(completed.getInstantDetails(found[0]).get(), cls._java_lang_class)
+            committed[instant] = {str(s.getPath()) for s in metadata.getWriteStats().toArray()}
+        base = str(meta.getBasePath()).rstrip("/")
+        rel = path.split("://", 1)[-1]
+        base_plain = base.split("://", 1)[-1]
+        rel = rel[len(base_plain) :].lstrip("/") if rel.startswith(base_plain) else rel
+        if rel in committed[instant]:
+            return True, f"committed by the completed instant {instant}"
+        return False, f"written by {instant} but not in its commit metadata (a retried task's leftover)"
+    if completed.isBeforeTimelineStarts(instant):
+        return True, f"committed by the archived instant {instant}"
+    return False, f"its instant {instant} is inflight or not in the active timeline"
+
+
+def _mdt_views(spark: SparkSession, path: str) -> dict[str, Any]:
+    jvm = spark.sparkContext._jvm
+    if "://" not in path and not path.startswith("file:"):
+        # as the validator's usage says: a local table's base path with ``file:``, else the MDT-based view's log file
+        # paths (no scheme) differ from the storage-based view's (``file:``) and every differing log file fails
+        path = f"file:{path}"
+    conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(spark.sparkContext._jsc.hadoopConfiguration())
+    meta = (
+        jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+        .setConf(conf)
+        .setBasePath(path)
+        .setLoadActiveTimelineOnLoad(True)
+        .build()
+    )
+    engine = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark.sparkContext._jsc)
+    manager = jvm.org.apache.hudi.common.table.view.FileSystemViewManager
+    fs_utils = jvm.org.apache.hudi.common.fs.FSUtils
+
+    def config(enable: bool) -> Any:
+        return jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder().enable(enable).build()
+
+    last = meta.getActiveTimeline().filterCompletedInstants().lastInstant()
+    out: dict[str, Any] = {
+        "instant": str(last.get().getTimestamp()) if last.isPresent() else None,
+        "partitions": {
+            "metadata": sorted(
+                str(p) for p in fs_utils.getAllPartitionPaths(engine, meta.getStorage(), path, True, False)
+            ),
+            "fs": sorted(str(p) for p in fs_utils.getAllPartitionPaths(engine, meta.getStorage(), path, False, False)),
+        },
+        "checked": {},
+        "diffs": [],
+        "tolerated": [],
+    }
+    views = {"metadata": manager.createInMemoryFileSystemView(engine, meta, config(True))}
+    try:
+        views["fs"] = manager.createInMemoryFileSystemView(engine, meta, config(False))
+        committed: dict[str, set[str]] = {}
+        for partition in out["partitions"]["metadata"]:
+            base = {
+                k: sorted(
+                    (_base_file(b) for b in v.getLatestBaseFiles(partition).toArray()), key=lambda b: b["file_name"]
+                )
+                for k, v in views.items()
+            }
+            slices = {
+                k: sorted(
+                    (_file_slice(s) for s in v.getLatestFileSlices(partition).toArray()),
+                    key=lambda s: (s["file_id"], s["base_instant"]),
+                )
+                for k, v in views.items()
+            }
+            out["checked"][partition] = {"base_files": len(base["fs"]), "file_slices": len(slices["fs"])}
+
+            def diff(check: str, detail: str, mdt: Any, fs: Any, partition: str = partition) -> None:
+                out["diffs"].append(
+                    {"partition": partition, "check": check, "detail": detail, "metadata": mdt, "fs": fs}
+                )
+
+            if base["metadata"] != base["fs"]:
+                diff("latest base files", "sorted lists differ", base["metadata"], base["fs"])
+            if len(slices["metadata"]) != len(slices["fs"]):
+                diff("latest file slices", "number of file slices differs", slices["metadata"], slices["fs"])
+                continue
+            for mdt_slice, fs_slice in zip(slices["metadata"], slices["fs"], strict=True):
+                if (mdt_slice["file_id"], mdt_slice["base_instant"]) != (fs_slice["file_id"], fs_slice["base_instant"]):
+                    diff("latest file slices", "file group or base instant differs", mdt_slice, fs_slice)
+                    break
+                if mdt_slice["base_file"] != fs_slice["base_file"]:
+                    diff("latest file slices", "base files differ", mdt_slice, fs_slice)
+                    break
+                mdt_logs = {f["path"] for f in mdt_slice["log_files"]}
+                fs_logs = {f["path"] for f in fs_slice["log_files"]}
+                verdicts = {p: _log_file_committed(jvm, meta, p, committed) for p in sorted(mdt_logs ^ fs_logs)}
+                flagged = {p: why for p, (is_committed, why) in verdicts.items() if is_committed}
+                for p, (is_committed, why) in verdicts.items():
+                    if not is_committed:
+                        out["tolerated"].append(
+                            {
+                                "partition": partition,
+                                "log_file": p,
+                                "only_in": "metadata" if p in mdt_logs else "fs",
+                                "why": why,
+                            }
+                        )
+                if flagged:
+                    diff("latest file slices", f"committed log files differ: {flagged}", mdt_slice, fs_slice)
+                    break
+    finally:
+        for view in views.values():
+            view.close()
+    return out
+
+
 def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
     op = cmd["op"]
     if op == "ping":
@@ -200,6 +369,8 @@ def handle(spark: SparkSession, cmd: dict[str, Any]) -> Any:
         for key, value in cmd["conf"].items():
             conf.set(key, str(value))
         return {}
+    if op == "mdt_views":
+        return _mdt_views(spark, cmd["path"])
     if op == "instants":
         return {"instants": _completed_instants(spark, cmd["path"])}
     if op == "timed_write":
