@@ -168,9 +168,11 @@ _TABLE_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("paimon", "compaction", "schedule"): [],
     ("paimon", "compaction", "run"): ["--engine", "local"],
     ("paimon", "compaction", "show"): [],
+    ("metadata", "init"): [],
 }
 # commands on Paimon tables: their --json on a Paimon table is tested in tests/paimon/test_paimon_cli.py
 _PAIMON_COMMANDS = {w for w in _TABLE_COMMANDS if w[0] == "paimon"}
+_FLEET_COMMANDS = {("fleet", "tables"), ("fleet", "status"), ("fleet", "run")}
 
 
 def test_cli_table_commands_listed_are_every_command_with_a_path_argument() -> None:
@@ -239,12 +241,14 @@ def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_
         ("savepoint", "show"): [],
         ("archive",): ["--dry-run"],
         ("bootstrap",): ["--source-path", str(tmp_path / "src"), "--table-name", "b", "--record-key", "uuid", *dry],
+        ("metadata", "init"): dry,
     }
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "part-0.parquet").write_bytes(data.read_bytes())
     paths = {("bootstrap",): str(tmp_path / "bootstrapped")}  # a bootstrap needs a table without commits
     json_commands = {w for w, c in _leaf_commands(cli).items() if any(p.name == "as_json" for p in c.params)}
-    assert json_commands == set(argv) | _PAIMON_COMMANDS
+    # the fleet's commands take a config file, not a table: their --json is tested in tests/fleet/test_fleet.py
+    assert json_commands == set(argv) | _PAIMON_COMMANDS | _FLEET_COMMANDS
     for words, extra in argv.items():
         r = runner.invoke(cli, [*words, paths.get(words, table), *extra, "--json"])
         assert r.exit_code == 0, (words, r.output)
