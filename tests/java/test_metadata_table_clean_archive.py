@@ -150,7 +150,8 @@ def _mdt_archived(path: Path, *actions: Action) -> set[str]:
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on (KEEP_LATEST_FILE_VERSIONS 1, keep 2/3)",
     service="metadata-table clean (L002) and archival, each killed and finished by the next write",
-    checks="validate_metadata_table_files = storage listing; Java reads through the MDT; "
+    checks="validate_metadata_table_files = storage listing + latest base files and file slices validated; Java "
+    "reads through the MDT; "
     "show_archived_commits_metadata on the MDT lists our archived instants; Java writes with its MDT services on top",
 )
 def test_our_metadata_table_clean_and_archive(java_hudi: JavaHudi, tmp_path: Path) -> None:

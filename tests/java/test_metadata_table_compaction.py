@@ -76,7 +76,8 @@ def _mdt_compactions(path: Path) -> list[str]:
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on",
     service="metadata-table compaction (killed and finished), archive past it",
-    checks="validate_metadata_table_files = storage listing; Java reads through the MDT; hudi-rs decodes our base HFile; Java writes and compacts the MDT on top",
+    checks="validate_metadata_table_files = storage listing + latest base files and file slices validated; Java "
+    "reads through the MDT; hudi-rs decodes our base HFile; Java writes and compacts the MDT on top",
 )
 def test_our_metadata_table_compaction(java_hudi: JavaHudi, tmp_path: Path) -> None:
     import pyarrow.parquet as pq

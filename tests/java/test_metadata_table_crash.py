@@ -28,7 +28,8 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 from tests.conftest import REPO_ROOT
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, assert_rows_equal, java_read, java_write, trips
-from tests.java.test_metadata_table_services import MDT_DEFAULTS, READ_MDT, _check, _our_listing, _storage_listing
+from tests.java.mdt_validate import storage_listing
+from tests.java.test_metadata_table_services import MDT_DEFAULTS, READ_MDT, _check, _our_listing
 
 pytestmark = [pytest.mark.java]
 
@@ -60,7 +61,8 @@ _KILLED_COMPACTION = textwrap.dedent(
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on",
     service="compaction killed after its MDT step",
-    checks="the orphan MDT block ignored by Java and our reader; the re-run rolls it back; validate_metadata_table_files; Java writes on top",
+    checks="the orphan MDT block ignored by Java and our reader; the re-run rolls it back; "
+    "validate_metadata_table_files + latest base files and file slices validated; Java writes on top",
 )
 def test_kill_after_the_mdt_deltacommit_is_ignored_then_repaired(java_hudi: JavaHudi, tmp_path: Path) -> None:
     base = trips(150, seed=21)
@@ -89,7 +91,7 @@ def test_kill_after_the_mdt_deltacommit_is_ignored_then_repaired(java_hudi: Java
     assert_rows_equal(java_read(java_hudi, table, **READ_MDT), table.expected(), "Java's read after the kill")
     ours = _our_listing(table.path)
     assert not [f for _, f in ours if killed in f], "our MDT reader lists the killed compaction's files"
-    assert {k for k in _storage_listing(table.path) if killed in k[1]}, "the killed compaction wrote base files"
+    assert {k for k in storage_listing(table.path) if killed in k[1]}, "the killed compaction wrote base files"
 
     # the next run: the killed attempt's heartbeat has expired, it is rolled back (with its MDT deltacommit), and the
     # plan compacted again
@@ -138,7 +140,8 @@ _KILLED_COW_WRITE = textwrap.dedent(
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="COW partitioned, metadata table on",
     service="write killed after its MDT step",
-    checks="the orphan MDT deltacommit ignored; rolled back with the write; validate_metadata_table_files; Java reads",
+    checks="the orphan MDT deltacommit ignored; rolled back with the write; validate_metadata_table_files + latest "
+    "base files and file slices validated; Java reads",
 )
 def test_cow_write_killed_after_the_mdt_deltacommit_then_rolled_back(java_hudi: JavaHudi, tmp_path: Path) -> None:
     """A COW rollback adds no log file: its MDT deltacommit holds no records (no log file, as Java's upsert of no

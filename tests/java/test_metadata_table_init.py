@@ -81,8 +81,9 @@ def _init_records(path: Path, instant: str) -> tuple[Path, list]:
     direction=DIRECTION,
     table="MOR partitioned, metadata table initialised by us",
     service="metadata table initialisation (new table)",
-    checks="validate_metadata_table_files = storage listing; Java reads through the MDT; hudi-rs decodes our base "
-    "HFile; Java writes on top and validates",
+    checks="validate_metadata_table_files = storage listing + latest base files and file slices validated; Java "
+    "reads through the MDT; "
+    "hudi-rs decodes our base HFile; Java writes on top and validates",
 )
 def test_new_table_gets_a_metadata_table(java_hudi: JavaHudi, tmp_path: Path) -> None:
     base = trips(150, seed=31)
@@ -118,8 +119,9 @@ def test_new_table_gets_a_metadata_table(java_hudi: JavaHudi, tmp_path: Path) ->
     direction=DIRECTION,
     table="MOR partitioned, no metadata table",
     service="metadata table initialisation (existing table, crash before the property)",
-    checks="half-made MDT ignored by our reader and Java's; validate_metadata_table_files after the repair; Java's "
-    "initialisation of the same table writes the same records",
+    checks="half-made MDT ignored by our reader and Java's; validate_metadata_table_files + latest base files and "
+    "file slices validated after "
+    "the repair; Java's initialisation of the same table writes the same records",
 )
 def test_java_table_initialised_by_us(java_hudi: JavaHudi, tmp_path: Path) -> None:
     base = trips(150, seed=41)

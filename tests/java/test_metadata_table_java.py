@@ -10,7 +10,9 @@ commit's metadata. Then:
   our ``.deltacommit.inflight`` is Java's; our ``.deltacommit`` is Java's but for what differs by run (the write
   token in the log file's name, the upsert's milliseconds);
 - Java reads the table with ``hoodie.metadata.enable=true`` and gets the expected rows; Java's
-  ``validate_metadata_table_files`` lists, through the MDT, exactly the files and sizes of a storage listing;
+  ``validate_metadata_table_files`` lists, through the MDT, exactly the files and sizes of a storage listing, and
+  the latest base files and latest file slices through the MDT are a storage listing's (the checks of
+  ``HoodieMetadataTableValidator``, :mod:`tests.java.mdt_validate`);
 - Java writes on top (an upsert with its inline compaction of the data table) and runs its own MDT services (MDT
   compaction after ``hoodie.metadata.compact.max.delta.commits``, inline compaction of the data table, then a clean),
   reads the expected rows and validates again; and the MDT blocks Java wrote for its upsert, compaction and clean
@@ -50,12 +52,12 @@ from tests.java.interop import (
     JavaTable,
     Model,
     assert_rows_equal,
-    data_files,
     java_read,
     java_write,
     procedure,
     trips,
 )
+from tests.java.mdt_validate import validate_metadata_table
 
 pytestmark = [pytest.mark.java]
 
@@ -91,26 +93,12 @@ def _remove_mdt_deltacommit(path: Path, instant: str) -> dict[str, bytes]:
     return saved
 
 
-def _storage_listing(path: Path) -> dict[str, dict[str, int]]:
-    """Partition -> data file name -> size, from the file system."""
-    out: dict[str, dict[str, int]] = {}
-    for rel in data_files(path):
-        p = Path(rel)
-        out.setdefault(str(p.parent), {})[p.name] = (path / rel).stat().st_size
-    return out
-
-
 def _check_java_agrees(java: JavaHudi, table: JavaTable, what: str) -> None:
-    """Java reads the expected rows through the MDT; Java's ``validate_metadata_table_files`` (verbose: one row per
-    file of either listing) finds every file of the storage listing in the MDT with its size, and no other."""
+    """Java reads the expected rows through the MDT; Java validates the MDT (:func:`validate_metadata_table`:
+    ``validate_metadata_table_files``, verbose, finds every file of the storage listing in the MDT with its size, and
+    no other; the latest base files and latest file slices through the MDT are a storage listing's)."""
     assert_rows_equal(java_read(java, table, **READ_MDT), table.expected(), f"{what}: Java's snapshot with the MDT")
-    rows = procedure(java, "validate_metadata_table_files", table, verbose=True)
-    wrong = [r for r in rows if not (r["is_present_in_fs"] and r["is_present_in_metadata"])]
-    wrong += [r for r in rows if r["fs_size"] != r["metadata_size"]]
-    assert not wrong, f"{what}: the MDT and the storage listing differ (Java's validation): {wrong[:5]}"
-    listed = {(r["partition"], r["file_name"]): r["metadata_size"] for r in rows}
-    expected = {(p, f): size for p, files in _storage_listing(table.path).items() for f, size in files.items()}
-    assert listed == expected, f"{what}: Java's MDT listing {sorted(listed)[:4]}… != storage {sorted(expected)[:4]}…"
+    validate_metadata_table(java, table, what)
 
 
 def _java_blocks(data: HudiTable) -> dict[str, bytes]:
@@ -209,7 +197,8 @@ def _regenerate(table: JavaTable, instant: str) -> tuple[dict[str, bytes], Metad
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR, metadata table on",
     service="MDT deltacommit (files)",
-    checks="our log block byte for byte Java's; validate_metadata_table_files (verbose) = storage; Java upserts, compacts the MDT, validates",
+    checks="our log block byte for byte Java's; validate_metadata_table_files (verbose) = storage + latest base "
+    "files and file slices validated; Java upserts, compacts the MDT, validates",
 )
 def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWritten, tmp_path: Path) -> None:
     table = java_written.copy(tmp_path / "t")
@@ -261,7 +250,8 @@ def test_our_mdt_deltacommit_is_javas(java_hudi: JavaHudi, java_written: JavaWri
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR, metadata table on",
     service="MDT deltacommit crash+rerun",
-    checks="rolled back on re-run (MDT .rollback), Java's block written again; validate_metadata_table_files",
+    checks="rolled back on re-run (MDT .rollback), Java's block written again; validate_metadata_table_files + "
+    "latest base files and file slices validated",
 )
 def test_crashed_mdt_deltacommit_is_rolled_back_on_rerun(
     java_hudi: JavaHudi, java_written: JavaWritten, tmp_path: Path

@@ -4,6 +4,8 @@ Java writes a partitioned MERGE_ON_READ table with its defaults (metadata table 
 without disabling the MDT, our upsert, compaction, log compaction, clean, a write killed after its MDT deltacommit
 and before its commit point, the rollback of that write, and archive run on it. After each: Java's
 ``validate_metadata_table_files`` (verbose) lists through the MDT exactly the files and sizes of a storage listing,
+the latest base files and latest file slices through the MDT are a storage listing's (``HoodieMetadataTableValidator``'s
+checks, :mod:`tests.java.mdt_validate`),
 Java reads the expected rows with ``hoodie.metadata.enable=true``, and our MDT reader lists the same files. At the
 end Java writes on top with its own services (inline compaction, MDT compaction, clean) and validates again.
 
@@ -42,9 +44,9 @@ from tests.java.interop import (
     data_files,
     java_read,
     java_write,
-    procedure,
     trips,
 )
+from tests.java.mdt_validate import storage_listing, validate_metadata_table
 
 pytestmark = [pytest.mark.java]
 
@@ -59,11 +61,6 @@ MDT_DEFAULTS = {
 READ_MDT = {"hoodie.metadata.enable": "true"}
 
 
-def _storage_listing(path: Path) -> dict[tuple[str, str], int]:
-    """(partition, file name) -> size of every data file on storage."""
-    return {(str(Path(rel).parent), Path(rel).name): (path / rel).stat().st_size for rel in data_files(path)}
-
-
 def _our_listing(path: Path) -> dict[tuple[str, str], int]:
     listing = metadata_file_listing(HudiTable(str(path)))
     assert listing is not None, "our reader did not list through the metadata table"
@@ -71,16 +68,11 @@ def _our_listing(path: Path) -> dict[tuple[str, str], int]:
 
 
 def _check(java: JavaHudi, table: JavaTable, what: str) -> None:
-    """Java's MDT validation equals the storage listing; Java reads the model through the MDT; our reader agrees;
-    no MDT instant is left pending."""
-    rows = procedure(java, "validate_metadata_table_files", table, verbose=True)
-    wrong = [r for r in rows if not (r["is_present_in_fs"] and r["is_present_in_metadata"])]
-    wrong += [r for r in rows if r["fs_size"] != r["metadata_size"]]
-    assert not wrong, f"{what}: Java's validate_metadata_table_files finds differences: {wrong[:5]}"
-    javas = {(r["partition"], r["file_name"]): r["metadata_size"] for r in rows}
-    storage = _storage_listing(table.path)
-    assert javas == storage, f"{what}: Java's MDT listing != storage: {sorted(set(javas) ^ set(storage))[:5]}"
-    assert _our_listing(table.path) == storage, f"{what}: our MDT reader's listing != storage"
+    """Java validates the MDT (:func:`validate_metadata_table`: ``validate_metadata_table_files`` equals the storage
+    listing; latest base files and latest file slices through the MDT equal a storage listing's); Java reads the
+    model through the MDT; our reader agrees; no MDT instant is left pending."""
+    validate_metadata_table(java, table, what)
+    assert _our_listing(table.path) == storage_listing(table.path), f"{what}: our MDT reader's listing != storage"
     assert_rows_equal(java_read(java, table, **READ_MDT), table.expected(), f"{what}: Java's snapshot with the MDT")
     mdt = metadata_table(HudiTable(str(table.path)))
     assert not [i.file_name for i in mdt.timeline.instants if i.state is not State.COMPLETED], what
@@ -136,7 +128,8 @@ def _killed_write(table: JavaTable, data_path: Path) -> str:
     direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on",
     service="upsert, compaction, log compaction, clean, killed write + rollback, archive (MDT kept)",
-    checks="after each: validate_metadata_table_files = storage listing, Java reads through the MDT, our reader agrees; Java writes and compacts on top",
+    checks="after each: validate_metadata_table_files = storage listing + latest base files and file slices "
+    "validated, Java reads through the MDT, our reader agrees; Java writes and compacts on top",
 )
 def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
@@ -198,7 +191,7 @@ def test_our_services_keep_javas_metadata_table(java_hudi: JavaHudi, tmp_path: P
     failed = _killed_write(table, src)
     assert _mdt_deltacommit(table.path, failed) is State.COMPLETED, "the MDT step ran before the kill"
     assert_rows_equal(java_read(java_hudi, table, **READ_MDT), table.expected(), "Java's read after the kill")
-    assert set(_our_listing(table.path)) <= set(_storage_listing(table.path))
+    assert set(_our_listing(table.path)) <= set(storage_listing(table.path))
     assert not {f for _, f in _our_listing(table.path) if failed in f}, "our reader lists the killed write's files"
 
     # our rollback of it: the rollback's own MDT deltacommit, the killed write's MDT deltacommit rolled back
