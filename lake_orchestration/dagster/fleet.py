@@ -29,6 +29,13 @@ set, whatever the number of tables:
   ``0 * * * *``: a full sweep of its tables (no cursor) within the same budget, which also catches what a failed run
   left due.
 
+Re-discovery: with a :class:`FleetDiscovery` (the code location passes its config file's ``discover:``), each prefix
+is searched again every ``rediscover_interval_minutes`` (default 60, 0: at load only) at the first sensor or
+schedule tick after the interval; the sensors, schedules, runs and ``fleet/health`` all look tables up in the latest
+discovery's list (new tables served, tables gone from storage dropped, ``tables:`` entries kept; a failed discovery
+keeps the previous list). The list and the time of the last discovery live in the code server's process (the daemon
+evaluates every tick there; a new process discovers at load).
+
 Every service step calls the same step bodies as the per-table ops (:func:`~lake_orchestration.dagster.jobs.
 clean_plan_step` ..., :func:`~lake_orchestration.dagster.assets.execute_plan_step` ...), given the table the run names.
 
@@ -45,18 +52,21 @@ planner has buckets to compact (the probe lists ``snapshot/``), and measured by 
 
 import collections
 import dataclasses
-import functools
 import json
+import logging
+import math
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from lake_orchestration.dagster.assets import commit_plan_step, execute_plan_step
-from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
+from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig, validate_tables
 from lake_orchestration.dagster.jobs import (
     MaintenanceRunConfig,
     RollbackConfig,
@@ -95,6 +105,12 @@ SENSOR_SERVICES = ("compaction", "clean", "archive", "stale_inflight")
 """The fleet's sensors, one per service kind."""
 
 _CURSOR_EXPECTED = '{"fingerprints": {table: fingerprint}}'
+_log = logging.getLogger(__name__)
+
+
+def _monotonic() -> float:
+    """The clock of re-discovery (a test replaces it)."""
+    return time.monotonic()
 
 
 def use_fleet_model(setting: bool | str | None, n_tables: int) -> bool:
@@ -154,19 +170,62 @@ def fleet_tables(tables: Sequence[HudiTableConfig]) -> list[Any]:
     return tables_from_entries(entries, where="fleet")
 
 
-class _Fleet:
-    """The tables of a fleet by name, resolved for a run from its tag."""
+@dataclasses.dataclass(frozen=True)
+class FleetDiscovery:
+    """The ``discover:`` prefixes of a config file (with its ``defaults:`` and ``tables:``), searched again by the
+    fleet model every ``rediscover_interval_minutes`` of each prefix (:data:`~lake_orchestration.fleet.config.
+    DEFAULT_REDISCOVER_MINUTES`; 0: at load only)."""
 
-    def __init__(self, tables: Sequence[HudiTableConfig]) -> None:
-        self.configs = {t.name: t for t in tables}
-        self.spark_keys = {"pyspark"} if any(t.engine == "spark" for t in tables) else set()
-        """The execute steps need the ``pyspark`` resource when a table runs on Spark."""
+    raw: Mapping[str, Any]
+    """``{"defaults": ..., "tables": ..., "discover": [...]}`` as the file has them."""
+    where: str
+    """The file (errors and warnings name it)."""
 
-    @functools.cached_property
-    def tables(self) -> dict[str, Any]:
-        """The :class:`~lake_orchestration.fleet.config.FleetTable` of each table, made at the first tick or run (not
-        when the code location loads: the configs are validated already)."""
-        return {t.name: t for t in fleet_tables(list(self.configs.values()))}
+    @classmethod
+    def from_file(cls, path: str | Path) -> "FleetDiscovery | None":
+        """The discovery of a config file, or None when it has no ``discover:`` prefix searched again."""
+        import yaml
+
+        from lake_orchestration.fleet.config import rediscover_interval_minutes
+
+        data = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if not isinstance(data, Mapping) or not isinstance(data.get("discover"), list):
+            return None
+        raw = {k: data[k] for k in ("defaults", "tables", "discover") if k in data}
+        if not any(rediscover_interval_minutes(d, where=str(path)) > 0 for d in raw["discover"]):
+            return None
+        return cls(raw=raw, where=str(path))
+
+    def interval_seconds(self, index: int) -> float:
+        """How often prefix ``index`` is searched again (``inf``: never)."""
+        from lake_orchestration.fleet.config import rediscover_interval_minutes
+
+        minutes = rediscover_interval_minutes(self.raw["discover"][index], where=self.where)
+        return minutes * 60.0 if minutes > 0 else math.inf
+
+    @property
+    def listed(self) -> set[str]:
+        """The names of the ``tables:`` entries (never dropped by a discovery)."""
+        return {str(t.get("name")) for t in self.raw.get("tables") or [] if isinstance(t, Mapping)}
+
+    def prefix_of(self, base_path: str) -> int | None:
+        """The first prefix ``base_path`` is under."""
+        from lake_orchestration.fleet.config import _norm_path
+
+        p = _norm_path(base_path).rstrip("/")
+        for i, d in enumerate(self.raw["discover"]):
+            root = _norm_path(d["prefix"]).rstrip("/")
+            if p.startswith(root + "/"):
+                return i
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _View:
+    """The tables of the fleet at one moment (a tick works on one view, whatever a re-discovery does meanwhile)."""
+
+    configs: Mapping[str, HudiTableConfig]
+    tables: Mapping[str, Any]
 
     def storage(self, name: str) -> Any:
         """A :class:`~lake_orchestration.io.storage.Storage` of the table, made for one tick (no request: the probe's
@@ -174,15 +233,141 @@ class _Fleet:
         session token is picked up)."""
         return self.tables[name].storage()
 
+    def tags(self, name: str, service: str) -> dict[str, str]:
+        pool = self.tables[name].policy.pool or service
+        return {TABLE_TAG: name, SERVICE_TAG: service, POOL_TAG: pool}
+
+
+class _Fleet:
+    """The tables of a fleet by name, resolved for a run from its tag; with a :class:`FleetDiscovery`, the tables of
+    the latest discovery (:meth:`refresh`)."""
+
+    def __init__(self, tables: Sequence[HudiTableConfig], discovery: FleetDiscovery | None = None) -> None:
+        self.configs: dict[str, HudiTableConfig] = {t.name: t for t in tables}
+        """Replaced (never changed in place) by a re-discovery."""
+        self.spark_keys = {"pyspark"} if any(t.engine == "spark" for t in tables) else set()
+        """The execute steps need the ``pyspark`` resource when a table runs on Spark."""
+        self.discovery = discovery
+        self._tables: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._prefix_names: list[list[str]] = []
+        self._next: list[float] = []
+        self._pinned = set(self.configs)
+        """The tables no re-discovery drops: the ``tables:`` entries (and any table under no prefix)."""
+        if discovery is not None:
+            now = _monotonic()
+            n = len(discovery.raw["discover"])
+            self._prefix_names = [[] for _ in range(n)]
+            listed = discovery.listed
+            for name, cfg in self.configs.items():
+                i = None if name in listed else discovery.prefix_of(cfg.base_path)
+                if i is not None:
+                    self._prefix_names[i].append(name)
+                    self._pinned.discard(name)
+            self._next = [now + discovery.interval_seconds(i) for i in range(n)]
+
+    @property
+    def tables(self) -> dict[str, Any]:
+        """The :class:`~lake_orchestration.fleet.config.FleetTable` of each table, made at the first tick or run (not
+        when the code location loads: the configs are validated already)."""
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = {t.name: t for t in fleet_tables(list(self.configs.values()))}
+        return tables
+
+    def view(self) -> _View:
+        return _View(configs=self.configs, tables=self.tables)
+
+    def storage(self, name: str) -> Any:
+        return self.tables[name].storage()
+
+    def refresh(self, *, force: bool = False, log: Any = None) -> None:
+        """Search again the ``discover:`` prefixes whose interval has passed (``force``: every prefix searched again
+        at all): tables found are added, tables gone from storage dropped (logged), ``tables:`` entries kept. A
+        prefix whose search fails keeps its tables (a warning) and is searched again after its interval. Does
+        nothing without a discovery or before the first prefix is due; one re-discovery at a time (the fleet's
+        sensors, schedules and runs share it)."""
+        d = self.discovery
+        if d is None:
+            return
+        now = _monotonic()
+        if not force and all(now < t for t in self._next):
+            return
+        log = log or _log
+        with self._lock:
+            due = [i for i, t in enumerate(self._next) if now >= t or (force and t < math.inf)]
+            if not due:
+                return
+            self._rediscover(d, due, now, log)
+
+    def _rediscover(self, d: FleetDiscovery, due: list[int], now: float, log: Any) -> None:
+        from lake_orchestration.fleet.config import _norm_path, discover_prefix
+
+        old = self.configs
+        configs = {n: c for n, c in old.items() if n in self._pinned}
+        paths = {_norm_path(c.base_path).rstrip("/") for c in configs.values()}
+        prefix_names: list[list[str]] = []
+        for i, names in enumerate(self._prefix_names):
+            kept = [old[n] for n in names if n in old]
+            found = kept
+            if i in due:
+                started = time.perf_counter()
+                try:
+                    entries = discover_prefix(
+                        d.raw, i, where=d.where, listed={n: c.base_path for n, c in configs.items()}
+                    )
+                    found = validate_tables(entries, where=d.where) if entries else []
+                except Exception as err:  # a storage error: the previous tables of the prefix, searched again later
+                    log.warning(
+                        f"fleet: discover[{i}] ({d.raw['discover'][i]['prefix']}) failed, keeping its "
+                        f"{len(kept)} table(s) of the previous discovery: {type(err).__name__}: {err}"
+                    )
+                else:
+                    log.info(
+                        f"fleet: discover[{i}] ({d.raw['discover'][i]['prefix']}): {len(found)} table(s) in "
+                        f"{time.perf_counter() - started:.2f}s"
+                    )
+                self._next[i] = now + d.interval_seconds(i)
+            mine = []
+            for c in found:
+                p = _norm_path(c.base_path).rstrip("/")
+                if p in paths:
+                    continue  # found under an earlier prefix: the first one wins
+                if c.name in configs:
+                    log.warning(
+                        f"fleet: discover[{i}]: {c.base_path} is named {c.name!r}, as {configs[c.name].base_path}: "
+                        "not served (exclude one of them, or list it under tables: with its own name)"
+                    )
+                    continue
+                configs[c.name] = c
+                paths.add(p)
+                mine.append(c.name)
+            prefix_names.append(mine)
+        added = sorted(set(configs) - set(old))
+        removed = sorted(set(old) - set(configs))
+        tables = {n: t for n, t in self.tables.items() if n in configs}
+        if added:
+            tables |= {t.name: t for t in fleet_tables([configs[n] for n in added])}
+        self._prefix_names = prefix_names
+        self._tables, self.configs = tables, configs
+        if added or removed:
+            log.info(
+                f"fleet: re-discovery: {len(configs)} table(s); added {added[:20]}; dropped (gone from storage) "
+                f"{removed[:20]}"
+            )
+
     def config(self, name: str) -> HudiTableConfig:
-        try:
-            return self.configs[name]
-        except KeyError:
+        cfg = self.configs.get(name)
+        if cfg is None and self.discovery is not None:
+            self.refresh(force=True)  # a table discovered after this process's last discovery
+            cfg = self.configs.get(name)
+        if cfg is None:
             known = sorted(self.configs)
             raise dg.Failure(
                 f"No table {name!r} in the fleet: expected one of {known[:20]}{' ...' if len(known) > 20 else ''}",
                 allow_retries=False,
-            ) from None
+            )
+        return cfg
 
     def of_run(self, context: dg.OpExecutionContext, fmt: str = "hudi") -> HudiTableConfig:
         """The table the run's tag names, of format ``fmt``."""
@@ -301,9 +486,19 @@ def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
         merge_op(archive_op())
 
     out = {"schedule_compaction": schedule_job, "rollback": rollback_job, "clean": clean_job, "archive": archive_job}
-    if any(c.format == "paimon" for c in fleet.configs.values()):
+    if any(c.format == "paimon" for c in fleet.configs.values()) or _may_find_paimon(fleet.discovery):
         out["paimon_compaction"] = _build_paimon_job(fleet, retry)
     return out
+
+
+def _may_find_paimon(discovery: FleetDiscovery | None) -> bool:
+    """Whether a re-discovery may add a Paimon table (a prefix searched again for ``auto`` or ``paimon``)."""
+    if discovery is None:
+        return False
+    return any(
+        d.get("format", "auto") != "hudi" and discovery.interval_seconds(i) < math.inf
+        for i, d in enumerate(discovery.raw["discover"])
+    )
 
 
 def _build_paimon_job(fleet: _Fleet, retry: dg.RetryPolicy) -> dg.JobDefinition:
@@ -430,6 +625,7 @@ def _build_health_asset(fleet: _Fleet) -> dg.AssetsDefinition:
         from lake_orchestration.fleet.health import fleet_health
 
         started = time.perf_counter()
+        fleet.refresh(log=context.log)  # the tables of the latest discovery, as the sensors see them
         health = fleet_health(list(fleet.tables.values()))
         breaching = {r.name: list(r.breaches) for r in health.rows if r.breaches}
         md = health_metadata(health)
@@ -495,7 +691,7 @@ class Tick:
 
 
 def evaluate(
-    fleet: _Fleet,
+    fleet: "_Fleet | _View",
     service: str,
     names: Sequence[str],
     *,
@@ -503,13 +699,17 @@ def evaluate(
     budget: int,
     instance: dg.DagsterInstance | None,
     run_plans: bool = True,
+    paimon_job: bool = True,
 ) -> Tick:
     """One tick of ``service`` over the tables ``names``: a probe each (skipped when its fingerprint equals
     ``previous[name]``), then at most ``budget`` run requests, most overdue x weight first (``run_plans=False``: pending
     compaction plans are registered as partitions, not run)."""
     from lake_orchestration.fleet.probe import NOT_DUE, order, probe
 
-    tick = Tick(fingerprints=dict(previous or {}))
+    view = fleet.view() if isinstance(fleet, _Fleet) else fleet  # one table list for the whole tick
+    fleet = view
+    names = [n for n in names if n in view.tables]  # a table dropped by a re-discovery meanwhile
+    tick = Tick(fingerprints={n: f for n, f in (previous or {}).items() if n in view.tables})
     last = previous or {}
 
     judge = _pending_writes_probe if service == "stale_inflight" else probe
@@ -541,7 +741,7 @@ def evaluate(
     if service == "stale_inflight":
         return _stale_tick(fleet, probes, tick, budget)
     if service == "compaction":
-        return _compaction_tick(fleet, probes, tick, budget, instance, run_plans=run_plans)
+        return _compaction_tick(fleet, probes, tick, budget, instance, run_plans=run_plans, paimon_job=paimon_job)
     mine = [dataclasses.replace(p, due={s: d for s, d in p.due.items() if s == service}) for p in probes]
     chosen = {n for n, _ in order(mine, list(fleet.tables.values()), budget=budget)}
     for p in mine:
@@ -559,7 +759,14 @@ def evaluate(
 
 
 def _compaction_tick(
-    fleet: _Fleet, probes: list[Any], tick: Tick, budget: int, instance: Any, *, run_plans: bool = True
+    fleet: _View,
+    probes: list[Any],
+    tick: Tick,
+    budget: int,
+    instance: Any,
+    *,
+    run_plans: bool = True,
+    paimon_job: bool = True,
 ) -> Tick:
     """Compaction: a table with pending plans gets a partition per plan (registered, as any plan made elsewhere)
     and a run per plan; a table whose trigger fired without a plan gets a ``fleet__schedule_compaction`` run (its
@@ -576,6 +783,9 @@ def _compaction_tick(
                 tick.fingerprints[p.name] = p.fingerprint
             continue
         cfg = fleet.configs[p.name]
+        if cfg.format == "paimon" and not paimon_job:
+            tick.errors[p.name] = "a Paimon table found by a re-discovery: fleet__paimon_compaction needs a reload"
+            continue
         if cfg.format == "paimon":  # its compaction is the run (plan, execute, commit)
             tick.run_requests.append(
                 dg.RunRequest(
@@ -640,7 +850,7 @@ def _pending_writes_probe(table: Any, *, previous: str | None, storage: Any) -> 
     return TableProbe(name=table.name, fingerprint=fp, changed=True, due={"pending_writes": due})
 
 
-def _stale_tick(fleet: _Fleet, probes: list[Any], tick: Tick, budget: int) -> Tick:
+def _stale_tick(fleet: _View, probes: list[Any], tick: Tick, budget: int) -> Tick:
     """Stale inflight writes: a changed table whose listing shows a pending write is opened and judged by its
     heartbeat settings. Such a table keeps no fingerprint (a write becomes stale with time, not with a change); a
     table without a pending write costs its listing only."""
@@ -694,13 +904,16 @@ def _sensor_jobs(service: str, jobs: Mapping[str, Any], compaction_job: Any) -> 
 def _build_sensor(fleet: _Fleet, service: str, jobs: list[Any], budget: int) -> dg.SensorDefinition:
     name = f"fleet__{service}_sensor"
     names = sorted(fleet.configs)
+    paimon_job = any(j.name == "fleet__paimon_compaction" for j in jobs)
 
     @dg.sensor(
         name=name,
         jobs=jobs,
         minimum_interval_seconds=60 if service == "stale_inflight" else 30,
         description=(
-            f"Walks every table of the fleet ({len(names)}) with one listing of .hoodie/ each, skipping the tables "
+            f"Walks every table of the fleet ({len(names)} at load"
+            + (", re-discovered" if fleet.discovery is not None else "")
+            + f") with one listing of .hoodie/ each, skipping the tables "
             f"whose listing did not change since the last tick, and requests at most {budget} {service} run(s) per "
             "tick, most overdue x weight first"
         ),
@@ -708,7 +921,17 @@ def _build_sensor(fleet: _Fleet, service: str, jobs: list[Any], budget: int) -> 
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         previous = decode_cursor(context.cursor, sensor=name)
         started = time.perf_counter()
-        tick = evaluate(fleet, service, names, previous=previous, budget=budget, instance=context.instance)
+        fleet.refresh(log=context.log)  # when a discover: prefix is due: the tables of the latest discovery
+        view = fleet.view()
+        tick = evaluate(
+            view,
+            service,
+            sorted(view.configs),
+            previous=previous,
+            budget=budget,
+            instance=context.instance,
+            paimon_job=paimon_job,
+        )
         context.log.info(
             f"{name}: {tick.probed} table(s) listed, {tick.changed} changed, {len(tick.run_requests)} run(s) "
             f"requested in {time.perf_counter() - started:.2f}s"
@@ -749,11 +972,13 @@ def _build_schedules(fleet: _Fleet, jobs: Mapping[str, Any], budget: int) -> lis
             if cfg.format == fmt and getattr(cfg, attr):
                 by_cron.setdefault(getattr(cfg, attr), []).append(name)
         for cron, names in sorted(by_cron.items()):
-            out.append(_schedule(fleet, service, cron, names, jobs[job_key], budget))
+            out.append(_schedule(fleet, service, cron, (fmt, attr), names, jobs[job_key], budget))
     return out
 
 
-def _schedule(fleet: _Fleet, service: str, cron: str, names: list[str], job: Any, budget: int) -> Any:
+def _schedule(
+    fleet: _Fleet, service: str, cron: str, kind: tuple[str, str], names: list[str], job: Any, budget: int
+) -> Any:
     @dg.schedule(
         name=f"fleet__{service}__{cron_slug(cron)}_schedule",
         cron_schedule=cron,
@@ -769,8 +994,19 @@ def _schedule(fleet: _Fleet, service: str, cron: str, names: list[str], job: Any
         ),
     )
     def _sched(context: dg.ScheduleEvaluationContext) -> Any:
-        kind = "compaction" if service == "paimon_compaction" else service
-        tick = evaluate(fleet, kind, names, previous=None, budget=budget, instance=context.instance, run_plans=False)
+        fleet.refresh(log=context.log)  # the tables of the latest discovery whose cron is this one
+        view = fleet.view()
+        fmt, attr = kind
+        names = sorted(n for n, c in view.configs.items() if c.format == fmt and getattr(c, attr) == cron)
+        tick = evaluate(
+            view,
+            "compaction" if service == "paimon_compaction" else service,
+            names,
+            previous=None,
+            budget=budget,
+            instance=context.instance,
+            run_plans=False,
+        )
         if tick.add_partitions and context.instance is not None:
             context.instance.add_dynamic_partitions(PARTITIONS_DEF, sorted(set(tick.add_partitions)))
         if not tick.run_requests:
@@ -787,6 +1023,7 @@ def build_fleet_definitions(
     spark_config: Mapping[str, Any] | None = None,
     budget_per_tick: int = DEFAULT_BUDGET,
     translator: DagsterHudiTranslator | None = None,
+    discovery: FleetDiscovery | None = None,
 ) -> dg.Definitions:
     """The fleet model's definitions for ``tables`` (see the module docstring): a fixed set of assets, jobs and
     sensors whatever the number of tables; schedules per distinct cron.
@@ -796,6 +1033,9 @@ def build_fleet_definitions(
         spark_config: ``spark.*`` configuration of the ``pyspark`` resource.
         budget_per_tick: runs a sensor (or schedule) requests at most per evaluation (>= 1).
         translator: unused (the fleet's names are fixed); accepted as ``build_hudi_definitions`` takes it.
+        discovery: the config file's ``discover:`` prefixes (:meth:`FleetDiscovery.from_file`): each is searched
+            again every ``rediscover_interval_minutes`` and the sensors, schedules, runs and health asset see the
+            tables of the latest discovery.
 
     Raises:
         HudiConfigError: two tables share a name, or ``budget_per_tick`` < 1.
@@ -807,7 +1047,7 @@ def build_fleet_definitions(
     if budget_per_tick < 1:
         raise HudiConfigError("fleet", f"budget_per_tick: expected >= 1, got {budget_per_tick}")
     hudi = [t for t in tables if t.format == "hudi"]
-    fleet = _Fleet(tables)
+    fleet = _Fleet(tables, discovery)
     retry = _retry(tables) if tables else HudiTableConfig(name="x", base_path="/x").retry_policy()
     jobs = _build_jobs(fleet, retry)
     compaction_asset = _build_compaction_asset(fleet, retry)

@@ -47,15 +47,19 @@ def config_file_path(environ: Mapping[str, str] | None = None, *, cwd: Path | No
     return None
 
 
-def definitions_of(cfg: HudiTablesFile) -> dg.Definitions:
+def definitions_of(cfg: HudiTablesFile, path: Path | None = None) -> dg.Definitions:
     """The definitions of a loaded config file: the fleet model (:func:`~lake_orchestration.dagster.fleet.
     build_fleet_definitions`) when ``fleet: true``, or ``auto`` with at least ``FLEET_AUTO_MIN_TABLES`` tables; else
-    the per-table model (:func:`~lake_orchestration.dagster.definitions.build_hudi_definitions`)."""
-    from lake_orchestration.dagster.fleet import build_fleet_definitions, use_fleet_model
+    the per-table model (:func:`~lake_orchestration.dagster.definitions.build_hudi_definitions`). Given the file's
+    ``path``, the fleet model searches its ``discover:`` prefixes again (``rediscover_interval_minutes``)."""
+    from lake_orchestration.dagster.fleet import FleetDiscovery, build_fleet_definitions, use_fleet_model
 
     if use_fleet_model(cfg.fleet, len(cfg.tables)):
         return build_fleet_definitions(
-            tables=cfg.tables, spark_config=cfg.spark_config, budget_per_tick=cfg.fleet_budget_per_tick
+            tables=cfg.tables,
+            spark_config=cfg.spark_config,
+            budget_per_tick=cfg.fleet_budget_per_tick,
+            discovery=FleetDiscovery.from_file(path) if path is not None else None,
         )
     return build_hudi_definitions(tables=cfg.tables, spark_config=cfg.spark_config)
 
@@ -85,7 +89,7 @@ def load_code_location(
         if source == DEPRECATED_CONFIG_ENV_VAR:
             _log.warning("%s is deprecated: set %s=%s instead", DEPRECATED_CONFIG_ENV_VAR, CONFIG_ENV_VAR, path)
         cfg = load_config_file(path, allow_list=source == DEPRECATED_CONFIG_ENV_VAR)
-        return definitions_of(cfg)
+        return definitions_of(cfg, path)
     if fallback is None:
         raise HudiConfigError(
             "code location",

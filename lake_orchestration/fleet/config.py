@@ -17,6 +17,7 @@
         format: auto               # auto | hudi | paimon
         exclude: ["tmp_*"]         # globs on the discovered name or on the path under the prefix
         max_depth: 6               # directory levels searched under the prefix (default 6)
+        rediscover_interval_minutes: 60  # the Dagster fleet model searches again this often (0: at load only)
 
 :func:`expand_entries` turns the top level into one plain dict per table (the Dagster loader validates them as its
 ``HudiTableConfig``); :func:`load_fleet` gives the shell-independent :class:`FleetTable`. Secrets are never values
@@ -105,7 +106,9 @@ ENTRY_KEYS = frozenset(
 TOP_LEVEL_KEYS = ("defaults", "tables", "discover", "spark_config", "fleet", "fleet_budget_per_tick")
 """Top-level keys of the file: the fleet's, and those the Dagster code location reads (``spark_config``, ``fleet``,
 ``fleet_budget_per_tick``: accepted here, checked there), so one file serves both shells."""
-DISCOVER_KEYS = ("prefix", "storage", "format", "exclude", "max_depth")
+DISCOVER_KEYS = ("prefix", "storage", "format", "exclude", "max_depth", "rediscover_interval_minutes")
+DEFAULT_REDISCOVER_MINUTES = 60
+"""How often the Dagster fleet model searches a ``discover:`` prefix again (``rediscover_interval_minutes``)."""
 
 _STORAGE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "local": (),
@@ -429,8 +432,21 @@ def _norm_path(p: str) -> str:
     return p
 
 
+def rediscover_interval_minutes(d: Mapping[str, Any], *, where: str) -> float:
+    """A ``discover:`` entry's ``rediscover_interval_minutes`` (default :data:`DEFAULT_REDISCOVER_MINUTES`; 0: the
+    prefix is searched when the definitions load only).
+
+    Raises:
+        FleetConfigError: not a number >= 0.
+    """
+    v = d.get("rediscover_interval_minutes", DEFAULT_REDISCOVER_MINUTES)
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        raise FleetConfigError(where, f"rediscover_interval_minutes: expected a number of minutes >= 0, got {v!r}")
+    return float(v)
+
+
 def _discover_entries(
-    discover: Any, *, where: str, defaults: Mapping[str, Any], listed: Mapping[str, str]
+    discover: Any, *, where: str, defaults: Mapping[str, Any], listed: Mapping[str, str], first_index: int = 0
 ) -> list[dict[str, Any]]:
     """The entries of the tables found under each ``discover:`` prefix (not those whose base path is listed)."""
     from lake_orchestration.fleet.discovery import discover_tables
@@ -443,11 +459,12 @@ def _discover_entries(
         )
     out: list[dict[str, Any]] = []
     listed_paths = {_norm_path(p): n for n, p in listed.items()}
-    for i, d in enumerate(discover):
+    for i, d in enumerate(discover, start=first_index):
         label = f"discover[{i}]"
         if not isinstance(d, Mapping) or not isinstance(d.get("prefix"), str):
             raise FleetConfigError(where, f"{label}: expected a mapping with prefix: (a path or URI), got {d!r}")
         _refuse_unknown(d, DISCOVER_KEYS, where=f"{where}: {label}", what="discover entry")
+        rediscover_interval_minutes(d, where=f"{where}: {label}")
         fmt = d.get("format", "auto")
         if fmt not in ("auto", *FORMATS):
             raise FleetConfigError(where, f"{label}.format: expected auto, hudi or paimon, got {fmt!r}")
@@ -479,6 +496,24 @@ def _discover_entries(
                 entry["storage"] = copy.deepcopy(dict(storage))
             out.append(entry)
     return out
+
+
+def discover_prefix(
+    raw: Mapping[str, Any], index: int, *, where: str, listed: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The entries of the tables found now under the prefix ``raw["discover"][index]`` (of a config's top level, as
+    :func:`expand_entries` takes it), ``defaults`` laid under each; not those whose base path is in ``listed``
+    (name -> base path: the ``tables:`` entries, and the tables of the prefixes before it). The Dagster fleet model
+    calls it to search a prefix again (``rediscover_interval_minutes``).
+
+    Raises:
+        FleetConfigError: the prefix cannot be listed, or a table found cannot be named.
+    """
+    defaults = raw.get("defaults") or {}
+    found = _discover_entries(
+        [raw["discover"][index]], where=where, defaults=defaults, listed=listed, first_index=index
+    )
+    return [_deep_merge(_defaults_for(defaults, e["format"]), e) for e in found]
 
 
 def _defaults_for(defaults: Mapping[str, Any], fmt: Any) -> Mapping[str, Any]:
