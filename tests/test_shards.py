@@ -1,6 +1,6 @@
 """The two shards of scripts/test.sh (tests/conftest.py): together they hold every test of a collection, none twice;
 shard A holds the tests of the one SparkSession (marker or fixture ``spark``), of the one Java JVM (tests/java) and
-the folders put there for balance (none now); shard B refuses to start a SparkSession. Collected on a few modules
+the folders put there for balance (tests/browser); shard B refuses to start a SparkSession. Collected on a few modules
 that cover each rule (the whole suite takes a minute to collect), each collection in its own pytest process."""
 
 from __future__ import annotations
