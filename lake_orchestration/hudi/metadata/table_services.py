@@ -215,7 +215,8 @@ def run_metadata_table_services(table: HudiTable, mdt: HudiTable) -> list[Metada
         if pending.action is Action.COMPACTION:
             log.info("Finishing the pending metadata-table compaction %s of %s", pending.time, mdt.base_uri)
             done.append(_execute(mdt, str(pending.time), resumed=True))
-    mdt.refresh()
+    if done:  # the listing above is current unless a compaction was finished
+        mdt.refresh()
     latest = mdt.timeline.completed().with_actions(Action.DELTA_COMMIT).last
     if latest is None:
         return done

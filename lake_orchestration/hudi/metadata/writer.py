@@ -351,13 +351,15 @@ def files_slice(mdt: HudiTable) -> FileSlice:
 def _roll_back_pending(mdt: HudiTable, instant: str) -> tuple[str, ...]:
     """Roll back every pending MDT deltacommit (Java's ``rollbackFailedWrites`` with the MDT's EAGER policy), after
     finishing any MDT rollback a crash interrupted."""
-    mdt.refresh()
-    for rb in [i for i in mdt.timeline.pending() if i.action is Action.ROLLBACK]:
+    interrupted = [i for i in mdt.refresh().timeline.pending() if i.action is Action.ROLLBACK]
+    for rb in interrupted:
         plan = mdt.read_model(Instant(rb.time, Action.ROLLBACK, State.REQUESTED), RollbackPlan)
         target = plan.instant_to_rollback.commit_time if plan.instant_to_rollback is not None else ""
         log.info("Finishing the interrupted metadata-table rollback %s of %s", rb.time, target)
         rollback_metadata_deltacommit(mdt, target, str(rb.time))
-    pending = [i for i in mdt.refresh().timeline.pending() if i.action is Action.DELTA_COMMIT]
+    if interrupted:  # the listing above is current unless a rollback was finished
+        mdt.refresh()
+    pending = [i for i in mdt.timeline.pending() if i.action is Action.DELTA_COMMIT]
     done = []
     for inst in sorted(pending, key=lambda i: str(i.time), reverse=True):
         log.info("Rolling back the pending metadata-table deltacommit %s of %s", inst.time, mdt.base_uri)
