@@ -15,7 +15,7 @@ from tests.conftest import REPO_ROOT
 MODULES = [
     "tests/java/test_cdc_refused.py",  # tests/java: the one JVM
     "tests/airflow/test_example_dags.py",  # a folder of shard B with one test marked spark (that one in A)
-    "tests/services/test_clean.py",  # one test with the spark fixture, no marker
+    "tests/hudi/services/test_clean.py",  # one test with the spark fixture, no marker
     "tests/safety/test_corrupt_log_blocks.py",  # one test marked spark
     "tests/unit/test_engine_defaults.py",  # no Spark
 ]
@@ -49,13 +49,13 @@ def test_shards_partition_the_collection_and_a_holds_spark_and_java() -> None:
     )
     assert airflow_spark in a
     assert {n for n in every if n.startswith("tests/airflow/")} - {airflow_spark} <= set(b)
-    assert "tests/services/test_clean.py::test_clean_on_spark_deletes_the_same_files" in a
+    assert "tests/hudi/services/test_clean.py::test_clean_on_spark_deletes_the_same_files" in a
     assert (
         "tests/safety/test_corrupt_log_blocks.py::"
         "test_corrupt_block_compaction_on_spark_raises_before_inflight_nothing_written"
     ) in a
     assert {n for n in every if n.startswith("tests/unit/")} <= set(b)
-    assert any(n.startswith("tests/services/") for n in b) and any(n.startswith("tests/safety/") for n in b)
+    assert any(n.startswith("tests/hudi/services/") for n in b) and any(n.startswith("tests/safety/") for n in b)
 
 
 def test_shard_b_refuses_a_spark_session() -> None:

@@ -36,7 +36,7 @@ from tests.cluster.conftest import (
     run_client,
 )
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _assert_compacted, _generated
+from tests.hudi.services.test_compaction import _assert_compacted, _generated
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.services.bootstrap import BootstrapMode
 from lake_orchestration.hudi.services.bootstrap import executor as bootstrap_executor
 from lake_orchestration.hudi.table import HudiTable
-from tests.services.test_bootstrap import DATES, _check_read, _hashes, _make_source
+from tests.hudi.services.test_bootstrap import DATES, _check_read, _hashes, _make_source
 
 pytestmark = pytest.mark.dagster
 

@@ -155,7 +155,7 @@ def _check_results(result: dg.ExecuteInProcessResult, check: dg.AssetCheckKey) -
 def test_metadata_enable_false_under_any_service_applies_to_compaction(tmp_path: Path) -> None:
     """One write config, as Hudi has: a table with a metadata table is refused by the schedule-compaction job until
     ``hoodie.metadata.enable: false`` is set, and it counts wherever it is set (here under ``clean_options``)."""
-    from tests.services.test_clean import _fake_metadata_table
+    from tests.hudi.services.test_clean import _fake_metadata_table
 
     path = _history(tmp_path, rounds=5)  # the last upsert is not compacted
     _fake_metadata_table(path)

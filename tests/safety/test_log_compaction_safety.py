@@ -30,7 +30,7 @@ from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _generated
+from tests.hudi.services.test_compaction import _generated
 
 _TIMEOUT_S = 180  # generous: a loaded 2-core machine
 

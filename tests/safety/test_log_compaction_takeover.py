@@ -27,7 +27,7 @@ from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _generated
+from tests.hudi.services.test_compaction import _generated
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
 

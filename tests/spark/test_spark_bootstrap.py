@@ -12,7 +12,7 @@ from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.services.bootstrap import BootstrapMode, bootstrap
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.engine_read import read_snapshot_on
-from tests.services.test_bootstrap import (
+from tests.hudi.services.test_bootstrap import (
     DATA_COLUMNS,
     DATES,
     _check_read,

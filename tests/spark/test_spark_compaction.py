@@ -11,7 +11,7 @@ from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _assert_compacted, _generated
+from tests.hudi.services.test_compaction import _assert_compacted, _generated
 
 pytestmark = pytest.mark.spark
 

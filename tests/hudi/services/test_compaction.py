@@ -350,7 +350,7 @@ def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_pa
     """Java v6 writers keep a metadata table this project does not update: schedule and run refuse the table (the
     plan file and the data files untouched) until ``hoodie.metadata.enable=false``, which deletes it first."""
     from lake_orchestration.errors import MetadataTableError
-    from tests.services.test_clean import _fake_metadata_table
+    from tests.hudi.services.test_clean import _fake_metadata_table
 
     path = _generated(tmp_path)
     before = hudi_rs_snapshot(path)
@@ -383,7 +383,7 @@ def test_compaction_rollback_refuses_a_metadata_table_unless_disabled(tmp_path: 
     from click.testing import CliRunner
 
     from lake_orchestration.cli.app import cli
-    from tests.services.test_clean import _fake_metadata_table
+    from tests.hudi.services.test_clean import _fake_metadata_table
 
     path = _generated(tmp_path)
     before = hudi_rs_snapshot(path)

@@ -11,7 +11,7 @@ from lake_orchestration.cli.app import cli
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _generated
+from tests.hudi.services.test_compaction import _generated
 
 
 def test_compaction_cli_schedule_show_run_lifo_and_rollback(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from lake_orchestration.hudi.services.rollback.compaction import rollback_inflig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _assert_compacted, _generated
+from tests.hudi.services.test_compaction import _assert_compacted, _generated
 
 
 def _executed(tmp_path: Path) -> tuple[Path, str, CompactionExecution]:

@@ -10,7 +10,7 @@ from lake_orchestration.hudi.services.compaction import CompactionConfig, run_co
 from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.services.test_compaction import _generated
+from tests.hudi.services.test_compaction import _generated
 
 
 def test_log_compaction_merges_blocks_snapshot_unchanged_then_compaction(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_log_compaction_cli_refuses_a_metadata_table_until_disabled(tmp_path: Pa
     from click.testing import CliRunner
 
     from lake_orchestration.cli.app import cli
-    from tests.services.test_clean import _fake_metadata_table
+    from tests.hudi.services.test_clean import _fake_metadata_table
 
     path = _generated(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)

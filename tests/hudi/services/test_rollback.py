@@ -155,7 +155,7 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     assert list(HudiTable(str(path)).timeline.pending()) == [pending]
     # a metadata table (left by a Java writer) would keep listing the files a rollback deletes: refused until
     # hoodie.metadata.enable=false, which deletes it first
-    from tests.services.test_clean import _fake_metadata_table
+    from tests.hudi.services.test_clean import _fake_metadata_table
 
     _fake_metadata_table(path)
     listing = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
