@@ -17,7 +17,7 @@ MODULES = [
     "tests/airflow/test_example_dags.py",  # a folder of shard B with one test marked spark (that one in A)
     "tests/hudi/services/test_clean.py",  # one test with the spark fixture, no marker
     "tests/safety/test_corrupt_log_blocks.py",  # one test marked spark
-    "tests/unit/test_engine_defaults.py",  # no Spark
+    "tests/engines/test_engine_defaults.py",  # no Spark
 ]
 
 
@@ -54,7 +54,7 @@ def test_shards_partition_the_collection_and_a_holds_spark_and_java() -> None:
         "tests/safety/test_corrupt_log_blocks.py::"
         "test_corrupt_block_compaction_on_spark_raises_before_inflight_nothing_written"
     ) in a
-    assert {n for n in every if n.startswith("tests/unit/")} <= set(b)
+    assert {n for n in every if n.startswith("tests/engines/")} <= set(b)
     assert any(n.startswith("tests/hudi/services/") for n in b) and any(n.startswith("tests/safety/") for n in b)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -43,10 +42,10 @@ from lake_orchestration.hudi.model.avro import (
 )
 from lake_orchestration.hudi.model.avro.container import MAGIC
 from lake_orchestration.hudi.model.avro.schema import PARSE_ORDER
-from tests.conftest import REQUIRE_SHARED, SHARED
+from tests.conftest import REPO_ROOT, REQUIRE_SHARED, SHARED
 
 UPSTREAM_AVRO = SHARED / "reference" / "hudi" / "avro"
-PACKAGED = Path(__file__).resolve().parents[2] / "lake_orchestration" / "hudi" / "model" / "avro" / "schemas"
+PACKAGED = REPO_ROOT / "lake_orchestration" / "hudi" / "model" / "avro" / "schemas"
 PATH = "/tbl/.hoodie/20250101000000000.x"
 BASE = "/opt/data/t"
 
