@@ -26,7 +26,13 @@ from typing import Any, TypeVar
 
 import click
 
-from lake_orchestration.io.storage_options import FLOAT_OPTIONS, INT_OPTIONS, is_secret_key
+from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.io.storage_options import (
+    MAPPING_OPTIONS,
+    StorageOptions,
+    is_secret_key,
+    parse_storage_options,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,37 +51,27 @@ SECRET_ENV_VARS = (
 )
 """Environment variables whose values :func:`redact` masks (with any variable whose name is secret-like)."""
 
-# pyarrow's typed options: the command line gives strings, pyarrow's constructors want these types
-_BOOL_WORDS = {"true": True, "false": False}
-_INT_OPTIONS = INT_OPTIONS
-_FLOAT_OPTIONS = FLOAT_OPTIONS
 
-
-def _coerce(key: str, value: str, *, where: str = "", hint: str = "'--storage-option'") -> Any:
-    if value.strip().lower() in _BOOL_WORDS:
-        return _BOOL_WORDS[value.strip().lower()]
+def _typed(raw: Mapping[str, Any], *, source: str, hint: str) -> StorageOptions:
+    """``raw`` typed by the one storage-options model (:func:`~lake_orchestration.io.storage_options.
+    parse_storage_options`, as Dagster and Airflow type theirs); its error (naming ``source`` and the key, never
+    the value) as a usage error of ``hint``."""
     try:
-        if key in _INT_OPTIONS:
-            return int(value)
-        if key in _FLOAT_OPTIONS:
-            return float(value)
-    except ValueError:
-        raise click.BadParameter(
-            f"{where}{key}: expected {'an integer' if key in _INT_OPTIONS else 'a number'} (value not shown)",
-            param_hint=hint,
-        ) from None
-    return value
+        return parse_storage_options(raw, source=source)
+    except InvalidOptionError as err:
+        raise click.BadParameter(str(err), param_hint=hint) from None
 
 
-def parse_storage_option_pairs(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings -> options (``true``/``false`` as booleans, pyarrow's numeric options as numbers).
+def parse_storage_option_pairs(pairs: tuple[str, ...] | list[str]) -> StorageOptions:
+    """``KEY=VALUE`` strings -> typed options (:func:`~lake_orchestration.io.storage_options.parse_storage_options`:
+    ``true``/``false`` as booleans, pyarrow's numeric options as numbers, ``extra_conf`` as JSON text ...).
 
     Raises:
         click.BadParameter: a pair without ``=`` or with an empty key, a secret key (put secrets in the environment
             or a file), a key given twice, or a numeric option that is not a number. The message never shows a
             value.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, str] = {}
     for i, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
         key = key.strip()
@@ -95,11 +91,11 @@ def parse_storage_option_pairs(pairs: tuple[str, ...] | list[str]) -> dict[str, 
             )
         if key in out:
             raise click.BadParameter(f"{key} given twice", param_hint="'--storage-option'")
-        out[key] = _coerce(key, value)
-    return out
+        out[key] = value
+    return _typed(out, source="", hint="'--storage-option'")
 
 
-def load_storage_options_file(path: str | Path) -> dict[str, Any]:
+def load_storage_options_file(path: str | Path) -> StorageOptions:
     """Read ``--storage-options-file``: a YAML (or JSON) mapping of option names to scalars (strings, numbers,
     booleans). Secrets are allowed here. Errors name the file and the key, never a value.
 
@@ -121,30 +117,24 @@ def load_storage_options_file(path: str | Path) -> dict[str, Any]:
         # yaml's message quotes the offending text (maybe a secret): only say where
         raise click.BadParameter(f"{path}: not valid YAML{at}", param_hint=hint) from None
     if data is None:
-        return {}
+        return StorageOptions()
     if not isinstance(data, Mapping):
         raise click.BadParameter(
             f"{path}: expected a mapping of storage option names to values (e.g. 'region: eu-west-1'), "
             f"got a {type(data).__name__}",
             param_hint=hint,
         )
-    out: dict[str, Any] = {}
     for k, v in data.items():
         if not isinstance(k, str) or not k.strip():
             raise click.BadParameter(f"{path}: option names must be non-empty strings", param_hint=hint)
-        if not isinstance(v, str | int | float | bool):
+        if not isinstance(v, str | int | float | bool) and not (
+            k.strip() in MAPPING_OPTIONS and isinstance(v, Mapping)
+        ):
             raise click.BadParameter(
                 f"{path}: {k}: expected a string, number or boolean, got a {type(v).__name__} (value not shown)",
                 param_hint=hint,
             )
-        key = k.strip()
-        if isinstance(v, str):
-            out[key] = _coerce(key, v, where=f"{path}: ", hint=hint)
-        elif isinstance(v, bool) or key in _INT_OPTIONS | _FLOAT_OPTIONS:
-            out[key] = v
-        else:  # a YAML number where the store wants a string (an all-digit access key, a numeric region name)
-            out[key] = str(v)
-    return out
+    return _typed(data, source=str(path), hint=hint)
 
 
 def _secret_values(options: Mapping[str, Any]) -> set[str]:
@@ -228,8 +218,8 @@ def storage_options(fn: F) -> F:
     )
     @functools.wraps(fn)
     def wrapper(*args: Any, storage_option_pairs: tuple[str, ...], storage_options_file: str | None, **kw: Any) -> Any:
-        opts = load_storage_options_file(storage_options_file) if storage_options_file else {}
-        opts.update(parse_storage_option_pairs(storage_option_pairs))
+        opts = load_storage_options_file(storage_options_file) if storage_options_file else StorageOptions()
+        opts = opts.merged(parse_storage_option_pairs(storage_option_pairs))
         ctx = click.get_current_context()
         secrets = _secret_values(opts)
         ctx.meta[_META_KEY] = opts

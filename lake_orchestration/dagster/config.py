@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from lake_orchestration.hudi.services.clean.config import CleanConfig
     from lake_orchestration.hudi.services.compaction.config import CompactionConfig
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
+    from lake_orchestration.io.storage_options import StorageOptions
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -571,9 +572,18 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             opts.setdefault(key, value)
         return BootstrapConfig.from_options(opts)
 
-    def storage_options(self) -> dict[str, Any]:
-        """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them)."""
-        return self.storage.to_storage_options(table=self.name) if self.storage is not None else {}
+    def storage_options(self) -> "StorageOptions":
+        """The ``storage_options`` of ``HudiTable`` (secrets read from the environment now; never log them), typed
+        by the one storage-options model the CLI and Airflow parse into (:func:`~lake_orchestration.io.
+        storage_options.parse_storage_options`)."""
+        from lake_orchestration.io.storage_options import is_secret_key, parse_storage_options
+
+        opts = self.storage.to_storage_options(table=self.name) if self.storage is not None else {}
+        return parse_storage_options(
+            {k: v for k, v in opts.items() if not is_secret_key(k)},
+            source=f"storage of table {self.name!r}",
+            secrets={k: v for k, v in opts.items() if is_secret_key(k)},
+        )
 
     def open_table(self) -> Any:
         """A fresh :class:`~lake_orchestration.hudi.table.HudiTable` on this table's storage

@@ -509,7 +509,8 @@ tables:
 """
     )
     (cfg,) = load_config_file(config).tables
-    assert cfg.storage_options().get("conditional_put") == value
+    # typed by the one storage-options model, as the CLI's conditional_put=false is (issue 24 item 5)
+    assert cfg.storage_options().get("conditional_put") == {"true": True, "false": False}.get(value)
     from lake_orchestration.io import Storage
 
     assert Storage(cfg.base_path, options=cfg.storage_options()).atomic_create is atomic
