@@ -63,6 +63,11 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 from lake_orchestration.hudi.write.base_file import ParquetWriteConfig, constant_strings
+from lake_orchestration.hudi.write.clustering_guard import (
+    ClusteringRollback,
+    handle_updates,
+    pending_clustering_file_groups,
+)
 from lake_orchestration.hudi.write.file_group_writer import FileGroupWriteContext, write_file_group, write_group
 from lake_orchestration.hudi.write.index import tag_locations
 from lake_orchestration.hudi.write.options import WriteOptions
@@ -216,6 +221,7 @@ def write_table(
     engine: Engine | None = None,
     instant_time: str | None = None,
     on_conflict: ConflictRollback | None = None,
+    rollback_clustering: ClusteringRollback | None = None,
 ) -> WriteResult:
     """Write ``data`` to the table at ``base_uri`` (created if absent) as one commit.
 
@@ -230,6 +236,10 @@ def write_table(
             ``00000000000002``); it must sort after every instant of the timeline.
         on_conflict: rolls this write back when another writer committed to the same file groups first (the CLI
             passes the rollback service); without it the losing write is left inflight for ``rollback --stale``.
+        rollback_clustering: rolls back a pending clustering whose file groups take updates, with
+            ``hoodie.clustering.updates.strategy=SparkAllowUpdateStrategy`` and
+            ``hoodie.clustering.rollback.pending.replacecommit.on.conflict=true`` (see
+            :mod:`lake_orchestration.hudi.write.clustering_guard`).
 
     Returns:
         The completed instant with its commit metadata, counts and timings.
@@ -238,6 +248,8 @@ def write_table(
         InvalidTablePropertiesError: options disagree with the existing table's ``hoodie.properties``.
         WriteConflictError: another writer committed to the same file groups since this write started (Hudi's
             optimistic concurrency check); nothing of this write is visible.
+        ClusteringUpdateError: updates or deletes to file groups under a pending clustering plan, refused as Java's
+            default ``SparkRejectUpdateStrategy`` refuses them; nothing is written.
         ValueError: missing key fields, null keys, bad option values.
     """
     op = WriteOperation(operation)
@@ -270,6 +282,10 @@ def write_table(
     t_index = time.monotonic()
     seen = table.refresh().timeline.instants
     located, latest = locate(records)
+    # updates to file groups under pending clustering: refused, or (allow strategy) their clustering rolled back
+    if handle_updates(table, located, options.options, pending_clustering_file_groups(table), rollback_clustering):
+        seen = table.refresh().timeline.instants
+        located, latest = locate(records)
     index_seconds = time.monotonic() - t_index
 
     action = Action.DELTA_COMMIT if cfg.is_mor else Action.COMMIT
@@ -279,6 +295,7 @@ def write_table(
     with table_lock(table, operation="write (instant creation)", config=options.lock):
         if table.timeline.instants != seen:
             located, latest = locate(records)
+            handle_updates(table, located, options.options, pending_clustering_file_groups(table))
         instant = InstantTime(instant_time) if instant_time is not None else table.new_instant_time()
         last = table.timeline.commits().last  # (a rollback of a failed bootstrap may sort after 00000000000002)
         if instant_time is not None and last is not None and str(last.time) >= str(instant):
@@ -537,9 +554,10 @@ def _small_files(
     group is rewritten into a new base file, not appended to (:func:`_small_file_corrections`).
     """
     out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    in_clustering = pending_clustering_file_groups(table)  # UpsertPartitioner#filterSmallFilesInClustering
     for s in slices:
         bf = s.base_file
-        if bf is None or not _is_small_file(table, s, options):
+        if bf is None or (s.partition_path, s.file_id) in in_clustering or not _is_small_file(table, s, options):
             continue
         rows = table.storage.open_parquet(table.storage.join(bf.relative_path)).metadata.num_rows
         if rows <= 0:
