@@ -1,4 +1,5 @@
-"""Dagster integration: table configs -> assets, checks, jobs, schedules, sensors (named by a translator)."""
+"""Dagster integration: table configs -> assets, checks, jobs, schedules, sensors (named by a translator); a table's
+changes handed to downstream assets (:mod:`.incremental`)."""
 
 try:
     import dagster as _dagster  # noqa: F401
@@ -22,6 +23,12 @@ from lake_orchestration.dagster.config import (
 )
 from lake_orchestration.dagster.definitions import build_hudi_definitions
 from lake_orchestration.dagster.errors import DagsterHudiError, PermanentHudiError, SensorCursorError
+from lake_orchestration.dagster.incremental import (
+    HudiChanges,
+    HudiIncrementalIOManager,
+    NewCommitsCursor,
+    hudi_new_commits_sensor,
+)
 from lake_orchestration.dagster.resources import HudiPySparkResource, build_spark_resource
 from lake_orchestration.dagster.sensors import PendingCompactionCursor
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
@@ -31,17 +38,21 @@ __all__ = [
     "DagsterHudiTranslator",
     "GcsStorage",
     "HdfsStorage",
+    "HudiChanges",
     "HudiConfigError",
+    "HudiIncrementalIOManager",
     "HudiPySparkResource",
     "HudiTableConfig",
     "HudiTablesComponent",
     "HudiTablesFile",
     "LocalStorage",
+    "NewCommitsCursor",
     "PendingCompactionCursor",
     "PermanentHudiError",
     "S3Storage",
     "SensorCursorError",
     "build_hudi_definitions",
     "build_spark_resource",
+    "hudi_new_commits_sensor",
     "load_config_file",
 ]
