@@ -37,6 +37,13 @@ class HoodieKey(enum.Enum):
         "does not write CDC files yet, so writes, compaction, log compaction and clean refuse such a table (a service "
         "that changed data without its change log would silently drop changes from CDC queries).",
     )
+    TABLE_CDC_SUPPLEMENTAL_LOGGING_MODE = (
+        "hoodie.table.cdc.supplemental.logging.mode",
+        "DATA_BEFORE_AFTER",
+        "Table config (HoodieCDCSupplementalLoggingMode): what a CDC log block holds: op_key_only (op, record key), "
+        "data_before (and the before image) or data_before_after (and both images). CDC queries read each "
+        "(docs/incremental.md).",
+    )
     ARCHIVELOG_FOLDER = ("hoodie.archivelog.folder", "archived", "Archived timeline folder under .hoodie.")
     RECORDKEY_FIELDS = ("hoodie.table.recordkey.fields", None, "Comma-separated record key fields.")
     PARTITION_FIELDS = ("hoodie.table.partition.fields", None, "Comma-separated partition fields; absent = none.")
@@ -225,6 +232,12 @@ class HoodieKey(enum.Enum):
         "snapshot or incremental (read_optimized is not offered by `lake-orch read`). incremental: the records whose "
         "_hoodie_commit_time is in (begin, end], each at its latest version in the range (docs/incremental.md).",
     )
+    QUERY_INCREMENTAL_FORMAT = (
+        "hoodie.datasource.query.incremental.format",
+        "latest_state",
+        "Incremental query: latest_state (the records a range of commits wrote, at their latest version) or cdc "
+        "(the change records op, ts_ms, before, after of a CDC table, as hudi_table_changes(..., 'cdc', ...)).",
+    )
     READ_BEGIN_INSTANTTIME = (
         "hoodie.datasource.read.begin.instanttime",
         None,
@@ -377,6 +390,111 @@ class HoodieKey(enum.Enum):
         "5",
         "Log blocks a file slice needs before log compaction merges them.",
     )
+    # -- clustering (HoodieClusteringConfig) ---------------------------------------------------------------------------
+    CLUSTERING_INLINE = ("hoodie.clustering.inline", "false", "Schedule (and run) clustering after each write.")
+    CLUSTERING_INLINE_MAX_COMMITS = (
+        "hoodie.clustering.inline.max.commits",
+        "4",
+        "Completed commits since the last clustering before an inline clustering is scheduled.",
+    )
+    CLUSTERING_ASYNC_ENABLED = ("hoodie.clustering.async.enabled", "false", "Schedule clustering asynchronously.")
+    CLUSTERING_SCHEDULE_INLINE = (
+        "hoodie.clustering.schedule.inline",
+        "false",
+        "Schedule clustering inline with the writes (execution left to an async job).",
+    )
+    CLUSTERING_ASYNC_MAX_COMMITS = (
+        "hoodie.clustering.async.max.commits",
+        "4",
+        "Completed commits since the last clustering before an async clustering is scheduled.",
+    )
+    CLUSTERING_PLAN_STRATEGY_CLASS = (
+        "hoodie.clustering.plan.strategy.class",
+        "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy",
+        "Which file slices a clustering plan groups (SparkSizeBasedClusteringPlanStrategy and its deprecated "
+        "SparkRecentDays/SparkSelectedPartitions variants).",
+    )
+    CLUSTERING_EXECUTION_STRATEGY_CLASS = (
+        "hoodie.clustering.execution.strategy.class",
+        "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+        "How a clustering plan is executed: sort by the sort columns, write files of at most target.file.max.bytes.",
+    )
+    CLUSTERING_SMALL_FILE_LIMIT = (
+        "hoodie.clustering.plan.strategy.small.file.limit",
+        str(300 * 1024 * 1024),
+        "Base files smaller than this (bytes) are clustered.",
+    )
+    CLUSTERING_MAX_BYTES_PER_GROUP = (
+        "hoodie.clustering.plan.strategy.max.bytes.per.group",
+        str(2 * 1024 * 1024 * 1024),
+        "Bytes of input per clustering group.",
+    )
+    CLUSTERING_MAX_NUM_GROUPS = (
+        "hoodie.clustering.plan.strategy.max.num.groups",
+        "30",
+        "Clustering groups per plan.",
+    )
+    CLUSTERING_TARGET_FILE_MAX_BYTES = (
+        "hoodie.clustering.plan.strategy.target.file.max.bytes",
+        str(1024 * 1024 * 1024),
+        "Size of the files clustering writes (bytes).",
+    )
+    CLUSTERING_SORT_COLUMNS = (
+        "hoodie.clustering.plan.strategy.sort.columns",
+        "",
+        "Comma-separated columns clustering sorts the records by (none: the records keep their order).",
+    )
+    CLUSTERING_SINGLE_GROUP_ENABLED = (
+        "hoodie.clustering.plan.strategy.single.group.clustering.enabled",
+        "true",
+        "Also cluster a partition whose eligible file slices form a single group of one slice.",
+    )
+    CLUSTERING_PARTITION_FILTER_MODE = (
+        "hoodie.clustering.plan.partition.filter.mode",
+        "NONE",
+        "Which partitions a plan considers: NONE, RECENT_DAYS, SELECTED_PARTITIONS or DAY_ROLLING.",
+    )
+    CLUSTERING_DAYBASED_LOOKBACK_PARTITIONS = (
+        "hoodie.clustering.plan.strategy.daybased.lookback.partitions",
+        "2",
+        "Latest partitions considered (RECENT_DAYS).",
+    )
+    CLUSTERING_DAYBASED_SKIP_FROM_LATEST = (
+        "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions",
+        "0",
+        "Latest partitions skipped (RECENT_DAYS).",
+    )
+    CLUSTERING_BEGIN_PARTITION = (
+        "hoodie.clustering.plan.strategy.cluster.begin.partition",
+        None,
+        "First partition considered, inclusive (SELECTED_PARTITIONS).",
+    )
+    CLUSTERING_END_PARTITION = (
+        "hoodie.clustering.plan.strategy.cluster.end.partition",
+        None,
+        "Last partition considered, inclusive (SELECTED_PARTITIONS).",
+    )
+    CLUSTERING_PARTITION_REGEX = (
+        "hoodie.clustering.plan.strategy.partition.regex.pattern",
+        None,
+        "Only partitions whose whole path matches this regular expression are considered.",
+    )
+    CLUSTERING_PARTITION_SELECTED = (
+        "hoodie.clustering.plan.strategy.partition.selected",
+        None,
+        "Comma-separated partitions to consider (instead of every partition).",
+    )
+    LAYOUT_OPTIMIZE_STRATEGY = (
+        "hoodie.layout.optimize.strategy",
+        "linear",
+        "Order of the records clustering writes by the sort columns: linear, z-order or hilbert.",
+    )
+    LAYOUT_CURVE_BUILD_METHOD = (
+        "hoodie.layout.optimize.curve.build.method",
+        "direct",
+        "How z-order and hilbert keys are built: direct (sample, Java's RangeSampleSort, is refused: not "
+        "reproducible).",
+    )
     # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------
     KEEP_MIN_COMMITS = (
         "hoodie.keep.min.commits",
@@ -492,8 +610,6 @@ UNMODELLED_KEYS: dict[str, str] = {
     "hoodie.write.lock.wait_time_ms_between_retry.",
     # table config (HoodieTableConfig) that a write creating the table copies into hoodie.properties as given
     "hoodie.table.initial.version": "Table config: stored in hoodie.properties by a write that creates the table.",
-    "hoodie.table.cdc.supplemental.logging.mode": "Table config (CDC log contents): stored by a write that creates "
-    "the table; a CDC table is refused by writes and services (hoodie.table.cdc.enabled).",
     "hoodie.table.secondary.indexes.metadata": "Table config: stored by a write that creates the table.",
     "hoodie.bootstrap.index.enable": "Table config: stored by a write that creates the table.",
     "hoodie.allow.operation.metadata.field": "Table config (the _hoodie_operation column): stored by a write that "
