@@ -6,6 +6,8 @@
   than ``timeout_seconds``).
 * :class:`HudiCommitTrigger` (a ``BaseEventTrigger``, for ``AssetWatcher``) fires on each new completed commit, like
   the Iceberg provider's snapshot trigger.
+* :class:`HudiNewCommitsTrigger` fires once completed commits newer than a checkpoint exist (the deferred half of
+  :class:`~lake_orchestration.airflow.sensors.HudiNewCommitsSensor`); the event carries the new last instant.
 
 The timeline checks are the service core's (:func:`~lake_orchestration.hudi.services.compaction.select_pending_plans`,
 :func:`~lake_orchestration.hudi.services.rollback.stale_writes`) run in a thread; the table's connection is read with
@@ -57,6 +59,29 @@ def stale_inflight(
 def completed_commits(location: HudiTableLocation) -> list[tuple[str, str]]:
     """``(instant, action)`` of every completed commit on the active timeline, in instant order."""
     return [(str(i.time), i.action.value) for i in location.open_table().timeline.completed_commits()]
+
+
+TABLE_SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+"""``operationType`` of the commits table services write: they rewrite records without changing their commit time,
+so an incremental query over them alone returns nothing (Flink's ``read.streaming.skip_compaction`` /
+``skip_clustering`` skip them the same way)."""
+
+
+def commits_after(
+    location: HudiTableLocation, after_instant: str | None, *, skip_table_services: bool = True
+) -> list[tuple[str, str]]:
+    """``(instant, action)`` of the completed commits whose instant time is after ``after_instant`` (None: all), in
+    instant order; with ``skip_table_services``, commits of compaction, log compaction and clustering left out (their
+    commit metadata's ``operationType``: they bring no new rows)."""
+    table = location.open_table()
+    found = []
+    for i in table.timeline.completed_commits():
+        if after_instant is not None and i.time <= after_instant:
+            continue
+        if skip_table_services and table.commit_metadata(i).operation_type in TABLE_SERVICE_OPERATIONS:
+            continue
+        found.append((str(i.time), i.action.value))
+    return found
 
 
 class _TableTrigger(BaseTrigger):
@@ -205,3 +230,50 @@ class HudiCommitTrigger(_TableTrigger, BaseEventTrigger):
                     seen.add(instant)
                     yield TriggerEvent({"base_path": location.base_path, "instant": instant, "action": action})
             await asyncio.sleep(self.poll_interval)
+
+
+class HudiNewCommitsTrigger(_TableTrigger):
+    """Fires ``{"status": "success", "instant": <the last new instant>, "instants": [...]}`` once the table has
+    completed commits whose instant time is after ``after_instant`` (None: any completed commit), compaction, log
+    compaction and clustering commits left out unless ``skip_table_services=False``; ``{"status": "error",
+    "message": ...}`` when the table cannot be read. The checkpoint is a kwarg, so a restarted triggerer waits for
+    the same commits."""
+
+    def __init__(
+        self,
+        *,
+        hudi_conn_id: str,
+        base_path: str | None = None,
+        poll_interval: float = 60.0,
+        after_instant: str | None = None,
+        skip_table_services: bool = True,
+    ) -> None:
+        super().__init__(hudi_conn_id=hudi_conn_id, base_path=base_path, poll_interval=poll_interval)
+        self.after_instant = after_instant
+        self.skip_table_services = skip_table_services
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {**self._kwargs(), "after_instant": self.after_instant, "skip_table_services": self.skip_table_services},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            location = await self._location()
+            while True:
+                new = await asyncio.to_thread(
+                    commits_after, location, self.after_instant, skip_table_services=self.skip_table_services
+                )
+                if new:
+                    yield TriggerEvent({"status": "success", "instant": new[-1][0], "instants": [t for t, _ in new]})
+                    return
+                self.log.info(
+                    "No commit after %s on %s; next check in %s s",
+                    self.after_instant or "the start",
+                    location.base_path,
+                    self.poll_interval,
+                )
+                await asyncio.sleep(self.poll_interval)
+        except Exception as err:
+            yield TriggerEvent({"status": "error", "message": f"{type(err).__name__}: {err}"})

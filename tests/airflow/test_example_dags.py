@@ -148,6 +148,7 @@ def test_example_dags_import_without_errors(airflow: AirflowRunner) -> None:
         "hudi_compaction_on_commit",
         "hudi_compaction_on_new_plans",
         "hudi_fleet_compaction",
+        "hudi_incremental_pull",
         "hudi_rollback_stale",
     }
 

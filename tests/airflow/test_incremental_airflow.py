@@ -1,0 +1,104 @@
+"""The incremental pull DAG (``hudi_incremental_pull``) end to end: three batches written to a MERGE_ON_READ table by
+our writer, the DAG run by ``airflow dags test`` after each; every run's file holds exactly its batch's changes, once,
+across a failed run (the checkpoint does not advance) and a compaction between the second and third batch (the run
+after it gets only the new batch). The oracles: the batch written (its record keys) and hudi-rs's snapshot rows of
+the batch's commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.compaction import run_compaction_plan, schedule_compaction
+from lake_orchestration.hudi.table import HudiTable
+from lake_orchestration.hudi.write import write_table
+from tests.airflow.conftest import AirflowRunner, DagRunResult
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.trips import trips_options
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow]
+
+DAG_ID = "hudi_incremental_pull"
+
+
+def _write(path: Path, batch: pa.Table, operation: str) -> str:
+    """Write ``batch`` (our writer) and return its commit's instant."""
+    opts = trips_options(table_type=TableType.MERGE_ON_READ, hive_style_partitioning=True, small_file_limit=0)
+    write_table(str(path), batch, operation=operation, options=opts)
+    last = HudiTable(str(path)).timeline.completed_commits().last
+    assert last is not None
+    return str(last.time)
+
+
+def _run(airflow: AirflowRunner, path: Path, out_dir: Path, **env: str) -> DagRunResult:
+    proc = airflow.cli(
+        "dags", "test", DAG_ID, env={**airflow.env(path), "AIRFLOW_VAR_HUDI_CHANGES_DIR": str(out_dir), **env}
+    )
+    return airflow._collect(DAG_ID, proc.returncode, proc.stdout + proc.stderr)
+
+
+def _check_batch(run: DagRunResult, path: Path, batch: pa.Table, instant: str, begin: str | None) -> None:
+    """The run succeeded and its file holds exactly the batch written at ``instant``: its keys, once, each at the
+    version hudi-rs reads for that commit."""
+    assert run.state == "success", f"run {run.state}, tasks {run.tasks}\n{run.output[-8000:]}"
+    assert run.result("wait_for_commits") == instant
+    pulled = run.result("pull")
+    assert (pulled["begin"], pulled["end"], pulled["snapshot"]) == (begin, instant, begin is None), pulled
+    rows = pq.read_table(pulled["path"])
+    assert rows.num_rows == pulled["rows"] == batch.num_rows
+    keys = rows.column("uuid").to_pylist()
+    assert sorted(keys) == sorted(batch.column("uuid").to_pylist()) and len(set(keys)) == len(keys)
+    assert set(rows.column("_hoodie_commit_time").to_pylist()) == {instant}
+    theirs = hudi_rs_snapshot(path)
+    assert theirs is not None
+    theirs = theirs.filter(pc.equal(theirs.column("_hoodie_commit_time"), instant))
+    # the batch's records at their latest version (hudi-rs reads the table as of now: no later write touched them)
+    assert_same_rows(rows, theirs, ignore=("_hoodie_file_name",))
+
+
+def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_compaction(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    path, out = tmp_path / "t", tmp_path / "changes"
+    base = generate_trips(60, partitions=2, seed=3)
+
+    first = _write(path, base, "bulk_insert")
+    run1 = _run(airflow, path, out)
+    _check_batch(run1, path, base, first, None)  # the first run: a snapshot
+
+    second_batch = generate_updates(base, fraction=0.4, seed=4, ts_offset=10**8)
+    second = _write(path, second_batch, "upsert")
+    # a run whose output cannot be written fails (its retry reads the range the first try pinned): the checkpoint
+    # stays at the first batch
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    failed = _run(
+        airflow,
+        path,
+        blocked,
+        AIRFLOW__CORE__DEFAULT_TASK_RETRIES="1",
+        AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY="0",
+    )
+    assert failed.state == "failed" and failed.tasks[("pull", -1)] == "failed", failed.tasks
+    assert "Cannot write the changes" in failed.output
+    assert "reading the range of this run's first try again" in failed.output, failed.output[-6000:]
+    run2 = _run(airflow, path, out)
+    _check_batch(run2, path, second_batch, second, first)
+
+    plan = schedule_compaction(HudiTable(str(path)), force=True)
+    assert plan.scheduled and plan.instant is not None
+    compacted = run_compaction_plan(HudiTable(str(path)), plan.instant)
+    assert compacted.result is not None and not compacted.skipped
+    third_batch = generate_updates(base, fraction=0.3, seed=5, ts_offset=2 * 10**8)
+    third = _write(path, third_batch, "upsert")
+    assert second < str(plan.instant) < third
+    run3 = _run(airflow, path, out)
+    _check_batch(run3, path, third_batch, third, second)
+    assert run3.result("pull")["commits"] == 2  # the compaction is in the range, and brought no row
+    assert len({r.result("pull")["path"] for r in (run1, run2, run3)}) == 3
