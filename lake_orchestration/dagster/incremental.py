@@ -34,8 +34,8 @@ from lake_orchestration.dagster.errors import (
     PermanentHudiError,
     SensorCursorError,
 )
-from lake_orchestration.errors import InvalidInstantTimeError, InvalidOptionError, LakeOrchestrationError
-from lake_orchestration.hudi.model.instant import Action, InstantTime
+from lake_orchestration.errors import InvalidOptionError, LakeOrchestrationError
+from lake_orchestration.hudi.model.instant import Action
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.incremental import (
     HollowCommitError,
@@ -258,7 +258,12 @@ class HudiIncrementalIOManager(dg.ConfigurableIOManager):
             if previous is None:
                 rows, checkpoint, instants = _snapshot(table, options)
                 return HudiChanges(rows, checkpoint, None, instants, source)
-            InstantTime(previous, where=f"{checkpoint_key(source)} of the previous materialization")
+            if not _is_instant_like(previous):
+                raise InvalidOptionError(
+                    f"{checkpoint_key(source)}={previous!r} in the downstream asset's previous materialization: "
+                    "expected an instant time (yyyyMMddHHmmssSSS, or 0); report a materialization with a valid "
+                    "checkpoint to resume from, or remove the asset's materializations to start with a snapshot"
+                )
             result = read_incremental(table, begin_instant_time=previous, options=options)
             return HudiChanges(
                 result.table,
@@ -293,6 +298,17 @@ class HudiIncrementalIOManager(dg.ConfigurableIOManager):
         return _as_annotated(changes, context.dagster_type.typing_type)
 
 
+def _is_instant_like(value: str) -> bool:
+    """An instant time or a shorter prefix such as ``0`` (what an incremental query's begin instant accepts)."""
+    return value.isdigit() and len(value) <= 20
+
+
+def _cursor_time(value: Any) -> str:
+    if not isinstance(value, str) or not _is_instant_like(value):
+        raise ValueError(f"{value!r} is not an instant time")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewCommitsCursor:
     """The cursor of :func:`hudi_new_commits_sensor`: the last completed instant it has seen, and the write instants
@@ -318,7 +334,7 @@ class NewCommitsCursor:
         text = cursor.strip()
         try:
             if text.isdigit():
-                return cls(last_completed=str(InstantTime(text)))
+                return cls(last_completed=_cursor_time(text))
             data = json.loads(text)
             if not isinstance(data, dict) or "last_completed" not in data:
                 raise KeyError("last_completed")
@@ -327,10 +343,10 @@ class NewCommitsCursor:
             if not isinstance(pending, list):
                 raise TypeError("'pending' is not a list")
             return cls(
-                last_completed=str(InstantTime(last)) if last is not None else None,
-                pending=frozenset(str(InstantTime(p)) for p in pending),
+                last_completed=_cursor_time(last) if last is not None else None,
+                pending=frozenset(_cursor_time(p) for p in pending),
             )
-        except (ValueError, KeyError, TypeError, InvalidInstantTimeError) as err:
+        except (ValueError, KeyError, TypeError) as err:
             raise SensorCursorError(
                 table=table, sensor=sensor, cursor=cursor, expected=cls.EXPECTED, detail=str(err)
             ) from err

@@ -22,6 +22,7 @@ from lake_orchestration.dagster.incremental import (
     hudi_new_commits_sensor,
 )
 from lake_orchestration.datagen import generate_trips, generate_updates
+from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
@@ -159,3 +160,31 @@ def test_bad_options_and_cursor_fail_clearly(tmp_path) -> None:  # type: ignore[
     with pytest.raises(SensorCursorError, match="last_completed"):
         NewCommitsCursor.from_json('{"seen": []}', table="t", sensor="t__new_commits_sensor")
     assert NewCommitsCursor.from_json("20250101000000000", table="t", sensor="s").last_completed == "20250101000000000"
+
+
+def test_sensor_requests_a_commit_that_completes_after_a_later_one(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A concurrent writer's commit, pending while a later one completed, requests a run once it completes."""
+    path = str(tmp_path / "t")
+    options = WriteOptions(table_name="t", record_key_fields=("uuid",), precombine_field="ts")
+    write_table(path, generate_trips(3, seed=1), operation="bulk_insert", options=options)
+    table = HudiTable(path)
+    slow = table.create_requested(Instant(table.new_instant_time(), Action.DELTA_COMMIT, State.REQUESTED))
+    later = write_table(path, generate_trips(3, seed=2), operation="insert", options=options)
+
+    @dg.asset(key=DOWNSTREAM)
+    def trip_changes() -> None: ...
+
+    sensor = hudi_new_commits_sensor(path, [DOWNSTREAM], name="s")
+    defs = dg.Definitions(assets=[trip_changes], sensors=[sensor])
+    first = sensor.evaluate_tick(dg.build_sensor_context(cursor="0", definitions=defs))
+    assert [r.run_key for r in first.run_requests] == [str(later.instant)]
+    cursor = NewCommitsCursor.from_json(first.cursor, table="t", sensor="s")
+    assert cursor.last_completed == str(later.instant) and cursor.pending == {str(slow.time)}
+    assert not sensor.evaluate_tick(dg.build_sensor_context(cursor=first.cursor, definitions=defs)).run_requests
+
+    table = HudiTable(path)  # the slow writer completes (an empty commit)
+    inflight = table.transition_to_inflight(slow)
+    table.transition_to_completed(inflight, b'{"partitionToWriteStats": {}, "operationType": "INSERT"}')
+    second = sensor.evaluate_tick(dg.build_sensor_context(cursor=first.cursor, definitions=defs))
+    assert [r.run_key for r in second.run_requests] == [str(slow.time)]
+    assert NewCommitsCursor.from_json(second.cursor, table="t", sensor="s").pending == frozenset()
