@@ -13,6 +13,7 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
+from lake_orchestration.dagster import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, SensorCursorError
 from lake_orchestration.dagster.incremental import (
     HudiChanges,
@@ -188,3 +189,10 @@ def test_sensor_requests_a_commit_that_completes_after_a_later_one(tmp_path) -> 
     second = sensor.evaluate_tick(dg.build_sensor_context(cursor=first.cursor, definitions=defs))
     assert [r.run_key for r in second.run_requests] == [str(slow.time)]
     assert NewCommitsCursor.from_json(second.cursor, table="t", sensor="s").pending == frozenset()
+
+    # the same from a table config (named after it): every completed commit after the bare-instant cursor "0"
+    by_config = hudi_new_commits_sensor(HudiTableConfig(name="t", base_path=path), [DOWNSTREAM])
+    assert by_config.name == "t__new_commits_sensor"
+    defs = dg.Definitions(assets=[trip_changes], sensors=[by_config])
+    (req,) = by_config.evaluate_tick(dg.build_sensor_context(cursor="0", definitions=defs)).run_requests
+    assert req.run_key == str(later.instant) and req.tags["hudi/new_commits"] == "3"
