@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from lake_orchestration.cli.commands.bootstrap import bootstrap_cmd
+from lake_orchestration.cli.commands.clustering import clustering_group
 from lake_orchestration.cli.commands.compaction import compaction_group, log_compaction_group
 from lake_orchestration.cli.commands.demo import demo_cmd
 from lake_orchestration.cli.commands.fleet import fleet_group
@@ -78,6 +79,7 @@ for command in (
     generate_cmd,
     compaction_group,
     log_compaction_group,
+    clustering_group,
     rollback_cmd,
     clean_cmd,
     savepoint_group,
