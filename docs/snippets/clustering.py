@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 
 from lake_orchestration.datagen import generate_trips
 from lake_orchestration.hudi.model.properties import TableType
+from lake_orchestration.hudi.services.clustering import ClusteringConfig, execute_clustering, schedule_clustering
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.snapshot import read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
@@ -26,12 +27,6 @@ for seed in range(3):  # three bulk inserts: three small file groups per partiti
 before = read_snapshot_table(HudiTable(path))
 
 # --8<-- [start:cluster]
-from lake_orchestration.hudi.services.clustering import (
-    ClusteringConfig,
-    execute_clustering,
-    schedule_clustering,
-)
-
 table = HudiTable(path)
 config = ClusteringConfig.from_options({"hoodie.clustering.plan.strategy.sort.columns": "fare"})
 scheduled = schedule_clustering(table, config=config)  # <instant>.replacecommit.requested
