@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python docs/gen_config_keys.py          # rewrite the page
     python docs/gen_config_keys.py --check  # exit 1 if the page is out of date
 
-``tests/integration/test_docs_snippets.py`` runs the check in CI.
+``tests/docs/test_docs_snippets.py`` runs the check in CI.
 """
 
 from __future__ import annotations

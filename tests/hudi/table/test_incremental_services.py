@@ -20,7 +20,7 @@ from lake_orchestration.hudi.services.log_compaction import run_log_compaction, 
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.incremental import IncrementalFilesCleanedError, read_incremental
 from lake_orchestration.hudi.write import write_table
-from tests.integration.test_incremental_fixtures import hudi_rs_incremental
+from tests.hudi.table.test_incremental_fixtures import hudi_rs_incremental
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 from tests.trips import trips_options, write_trips_history
 

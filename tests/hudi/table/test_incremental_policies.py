@@ -12,7 +12,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.incremental import HollowCommitError, read_incremental
-from tests.integration.test_incremental_fixtures import hudi_rs_incremental
+from tests.hudi.table.test_incremental_fixtures import hudi_rs_incremental
 from tests.oracle import assert_same_rows
 from tests.trips import trips_options, write_trips_history
 
