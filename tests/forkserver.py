@@ -94,7 +94,10 @@ def serve(argv: Sequence[str]) -> None:
         flag, target = args[0], args[1]
         del args[:2]
         if flag == "--import":
-            importlib.import_module(target)
+            # and what the module's commands import when they run (lake_orchestration.cli.app's PRELOAD: the CLI
+            # starts light, its children here should not each pay those imports)
+            for name in (target, *getattr(importlib.import_module(target), "PRELOAD", ())):
+                importlib.import_module(name)
         elif flag == "--script":
             runpy.run_path(target, run_name="__forkserver_preload__")
         else:

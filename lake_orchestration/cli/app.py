@@ -26,6 +26,29 @@ from lake_orchestration.cli.commands.paimon import paimon_group
 from lake_orchestration.cli.commands.write import generate_cmd, write_cmd
 from lake_orchestration.cli.output import errors_rendered
 
+PRELOAD = (
+    "lake_orchestration.hudi.services.metadata_table",
+    "lake_orchestration.hudi.table",
+    "lake_orchestration.hudi.table.snapshot",
+    "lake_orchestration.hudi.write",
+    "lake_orchestration.hudi.services.archive",
+    "lake_orchestration.hudi.services.bootstrap",
+    "lake_orchestration.hudi.services.clean",
+    "lake_orchestration.hudi.services.clustering",
+    "lake_orchestration.hudi.services.compaction",
+    "lake_orchestration.hudi.services.log_compaction",
+    "lake_orchestration.hudi.services.rollback",
+    "lake_orchestration.hudi.services.savepoint",
+    "lake_orchestration.hudi.metadata.initialize",
+    "lake_orchestration.engines.factory",
+    "lake_orchestration.cli.progress",
+    "lake_orchestration.datagen",
+    "pyarrow.parquet",
+    "yaml",
+)
+"""The heavy modules the commands import when they run, not at start-up (``lake-orch --help`` loads none of them):
+a process that runs many commands in forked children (the tests' fork server) imports them once first."""
+
 
 class LakeOrchGroup(click.Group):
     """The root group: a command's error is printed here, once for all commands (:func:`errors_rendered`)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -11,13 +11,18 @@ from lake_orchestration.cli.storage_options import current_storage_options
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.config.options import check_option_keys
 from lake_orchestration.errors import EngineError
-from lake_orchestration.hudi.table import HudiTable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.table import HudiTable
+
+
 def open_table(path: str) -> HudiTable:
     """The table at ``path`` opened with the command's ``--storage-option``/``--storage-options-file`` options."""
+    from lake_orchestration.hudi.table import HudiTable
+
     return HudiTable(path, storage_options=current_storage_options())
 
 

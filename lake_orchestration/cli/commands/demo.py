@@ -7,7 +7,6 @@ import click
 from lake_orchestration.cli.commands.inspect import fsview_rows, print_table_summary, table_summary, timeline_rows
 from lake_orchestration.cli.common import cli_engine, engine_options
 from lake_orchestration.cli.output import table
-from lake_orchestration.hudi.table import HudiTable
 
 
 @click.command("demo")
@@ -27,6 +26,8 @@ def demo_cmd(path: str, rows: int, engine: str, spark_master: str) -> None:
 
     click.echo(f"Building demo MERGE_ON_READ table at {path}")
     result = build_demo_table(path, rows=rows, echo=click.echo)
+    from lake_orchestration.hudi.table import HudiTable
+
     t = HudiTable(path)
     click.echo("\nTable")
     print_table_summary(table_summary(t))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,13 +10,16 @@ from lake_orchestration.cli.common import open_table, option_passthrough, parse_
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.hudi.table import HudiTable
 
 
 # -- table --------------------------------------------------------------------------------------------------------
 @click.group("table")
 def table_group() -> None:
     """Table configuration."""
+
+
+if TYPE_CHECKING:
+    from lake_orchestration.hudi.table import HudiTable
 
 
 def table_summary(t: HudiTable) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import MetadataTableError
 from lake_orchestration.hudi.hfile import Compression, HFileWriter, HFileWriterOptions
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
+from lake_orchestration.hudi.metadata.maintenance_loader import load_metadata_table_maintenance
 from lake_orchestration.hudi.metadata.reader import _block_records
 from lake_orchestration.hudi.metadata.records import (
     FILES_PARTITION,
@@ -187,7 +188,9 @@ def register_metadata_table_maintenance(*, clean: MetadataTableClean, archive: M
 
 def _maintenance() -> _Maintenance:
     if _MAINTENANCE.clean is None or _MAINTENANCE.archive is None:
-        # the package's root imports the registering module; a process that got here without it is misassembled
+        load_metadata_table_maintenance()  # the package root's loader imports the registering module
+    if _MAINTENANCE.clean is None or _MAINTENANCE.archive is None:
+        # the package root sets the loader; a process that got here without it is misassembled
         raise MetadataTableError(
             "lake_orchestration.hudi.services.metadata_table",
             "the metadata table's clean and archive are not registered: import lake_orchestration first",

@@ -16,7 +16,8 @@ Both run inside the data table's commit path, under the data table's lock (Java'
 without a lock of its own): the MDT is locked in-process only. The commit path sits below the services layer, so
 the two are handed to it through
 :func:`~lake_orchestration.hudi.metadata.table_services.register_metadata_table_maintenance` when this module is
-imported (the package root imports it).
+imported (the package root's loader imports it when the commit path first needs it:
+:mod:`~lake_orchestration.hudi.metadata.maintenance_loader`).
 """
 
 from __future__ import annotations
