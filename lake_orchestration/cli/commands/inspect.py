@@ -195,6 +195,13 @@ def _print_read(summary: dict[str, Any]) -> None:
     "(--begin-instant-time, --end-instant-time], each at its latest version in the range.",
 )
 @click.option(
+    "--incremental-format",
+    type=click.Choice(["latest_state", "cdc"]),
+    default=None,
+    help=f"{HoodieKey.QUERY_INCREMENTAL_FORMAT.key} (default: latest_state). cdc: the change records (op, ts_ms, "
+    "before, after) of a CDC table, as hudi_table_changes(..., 'cdc', ...).",
+)
+@click.option(
     "--begin-instant-time",
     default=None,
     help=f"{HoodieKey.READ_BEGIN_INSTANTTIME.key}: exclusive lower bound of an incremental query (0: from the start).",
@@ -219,6 +226,7 @@ def read_cmd(
     output: str,
     as_of: str | None,
     query_type: str | None,
+    incremental_format: str | None,
     begin_instant_time: str | None,
     end_instant_time: str | None,
     options: tuple[str, ...],
@@ -231,6 +239,8 @@ def read_cmd(
     fails (a log block that does not decode, ...) leaves no partial OUTPUT and an existing OUTPUT untouched.
     """
     opts = parse_options(options)
+    if incremental_format is not None:
+        opts[HoodieKey.QUERY_INCREMENTAL_FORMAT.key] = incremental_format
     query = (query_type or opts.get(HoodieKey.QUERY_TYPE.key) or "snapshot").strip().lower()
     begin = begin_instant_time or opts.get(HoodieKey.READ_BEGIN_INSTANTTIME.key)
     end = end_instant_time or opts.get(HoodieKey.READ_END_INSTANTTIME.key)
@@ -246,8 +256,10 @@ def read_cmd(
         return
     if query != "snapshot":
         raise click.UsageError(f"{HoodieKey.QUERY_TYPE.key}={query!r}: expected snapshot or incremental")
-    if begin is not None or end is not None:
-        raise click.UsageError("--begin-instant-time / --end-instant-time need --query-type incremental")
+    if begin is not None or end is not None or incremental_format is not None:
+        raise click.UsageError(
+            "--begin-instant-time / --end-instant-time / --incremental-format need --query-type incremental"
+        )
     _read_snapshot_cmd(path, output, as_of, opts, out)
 
 
@@ -274,6 +286,7 @@ def _read_incremental_cmd(
     summary = {
         "output": output,
         "query_type": "incremental",
+        "incremental_format": opts.get(HoodieKey.QUERY_INCREMENTAL_FORMAT.key) or "latest_state",
         "begin_instant_time": begin,
         "end_instant_time": end,
         "instants": [str(i.time) for i in result.instants],

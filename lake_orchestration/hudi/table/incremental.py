@@ -258,7 +258,9 @@ def read_incremental(
         begin_instant_time: exclusive lower bound (``0``: from the first commit). The previous result's
             ``checkpoint`` resumes where it stopped.
         end_instant_time: inclusive upper bound (default: the latest completed commit).
-        options: read options: ``hoodie.read.timeline.holes.resolution.policy``,
+        options: read options: ``hoodie.datasource.query.incremental.format`` (``cdc``: the change records of a
+            CDC table, :func:`lake_orchestration.hudi.table.cdc.read_cdc`; the other options do not apply),
+            ``hoodie.read.timeline.holes.resolution.policy``,
             ``hoodie.datasource.read.incr.fallback.fulltablescan.enable``, ``hoodie.metadata.enable`` (fallback
             snapshot only).
         stats: counters to update.
@@ -272,6 +274,11 @@ def read_incremental(
     """
     opts = dict(options or {})
     stats = stats if stats is not None else ReadStats()
+    from lake_orchestration.hudi.table import cdc  # cdc imports this module
+
+    if cdc.incremental_format(opts) == cdc.CDC_FORMAT:
+        r = cdc.read_cdc(table, begin_instant_time=begin_instant_time, end_instant_time=end_instant_time, stats=stats)
+        return IncrementalResult(r.table, r.begin_instant_time, end_instant_time, r.instants, r.checkpoint, stats=stats)
     begin = _check_time(begin_instant_time, HoodieKey.READ_BEGIN_INSTANTTIME)
     end = _check_time(end_instant_time, HoodieKey.READ_END_INSTANTTIME) if end_instant_time is not None else None
     policy = hollow_commit_policy(opts)
