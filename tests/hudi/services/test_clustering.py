@@ -121,8 +121,9 @@ def test_plan_decodes_with_hudi_schema(clustered: dict) -> None:
             "TOTAL_LOG_FILES",
         }
         for s in g["slices"]:
-            # the full path, as Java's BaseFile.getPath (the base path's form: bare here, as the table was opened)
-            assert s["dataFilePath"] == str(path / s["partitionPath"] / Path(s["dataFilePath"]).name)
+            # the fully qualified path, as Java's BaseFile.getPath (tests/java compares the whole plan with Java's)
+            assert s["dataFilePath"] == f"file:{path / s['partitionPath'] / Path(s['dataFilePath']).name}"
+            assert all(d.startswith(f"file:{path}/") for d in s["deltaFilePaths"])
     assert (path / ".hoodie" / f"{instant}.replacecommit.inflight").read_bytes() == b""
 
 

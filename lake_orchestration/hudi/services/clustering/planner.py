@@ -34,7 +34,7 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, 
 from lake_orchestration.hudi.services.clustering.config import ClusteringConfig, PartitionFilterMode
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.io.hadoop_paths import base_path_form
+from lake_orchestration.io.hadoop_paths import qualified_path
 
 MB = 1024 * 1024
 CLUSTERING_PLAN_VERSION = 1  # ClusteringPlanStrategy.CLUSTERING_PLAN_VERSION_1
@@ -205,13 +205,14 @@ def group_metrics(slices: list[FileSlice], cfg: ClusteringConfig) -> dict[str, f
 
 
 def slice_info(table: HudiTable, fs: FileSlice) -> SliceInfo:
-    """``ClusteringPlanStrategy.getFileSliceInfo``: full paths (Hadoop's form), ``""`` for a missing base file."""
+    """``ClusteringPlanStrategy.getFileSliceInfo``: fully qualified paths (``file:/…``, ``s3a://…``: the form of
+    Hadoop's listing, whatever form the base path was given in), ``""`` for a missing base file."""
     st = table.storage
     p = fs.partition_path
     base = fs.base_file
     return SliceInfo(
-        data_file_path=base_path_form(st, st.join(p, base.name)) if base is not None else "",
-        delta_file_paths=tuple(base_path_form(st, st.join(p, lf.name)) for lf in fs.log_files),
+        data_file_path=qualified_path(st, st.join(p, base.name)) if base is not None else "",
+        delta_file_paths=tuple(qualified_path(st, st.join(p, lf.name)) for lf in fs.log_files),
         file_id=fs.file_id,
         partition_path=p,
         bootstrap_file_path=(base.bootstrap_source or "") if base is not None else "",
