@@ -15,7 +15,7 @@ import pytest
 
 from lake_orchestration.datagen import generate_updates, pick_deletes
 from lake_orchestration.hudi.model.properties import TableType
-from lake_orchestration.hudi.table.cdc import CdcQueryError, read_cdc
+from lake_orchestration.hudi.table.cdc import read_cdc
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, instant_time, java_write, trips
@@ -110,10 +110,3 @@ def test_cdc_equals_javas(java_hudi: JavaHudi, cdc_tables, table_type: TableType
     assert sum(_compare(java_hudi, t.path, "0", writes[0]).values()) == 60
     _compare(java_hudi, t.path, writes[1], writes[2])
     _compare(java_hudi, t.path, writes[-3], None)
-
-
-def test_cdc_refuses_a_table_without_cdc(java_histories) -> None:  # type: ignore[no-untyped-def]
-    t = java_histories(PARTITIONED, TableType.COPY_ON_WRITE)
-    with pytest.raises(CdcQueryError, match=r"hoodie\.table\.cdc\.enabled=true") as err:
-        read_cdc(HudiTable(str(t.path)), begin_instant_time="0")
-    assert str(t.path) in str(err.value)
