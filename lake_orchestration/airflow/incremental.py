@@ -187,9 +187,10 @@ def _write_parquet(rows: pa.Table, uri: str, location: HudiTableLocation) -> str
 class HudiIncrementalPullOperator(HudiTableOperator):
     """Write the table's changes since the previous successful pull to ``output_path`` (one Parquet file).
 
-    Returns ``{"path", "rows", "begin", "end", "commits", "snapshot", "full_table_scan"}``: ``begin`` the previous
-    checkpoint (None on a snapshot), ``end`` the new one (the last instant read). The rows carry Hudi's meta columns
-    (``_hoodie_commit_time`` ...), each record at its latest version in the range.
+    Returns ``{"path", "rows", "begin", "end", "commits", "snapshot", "full_table_scan"}`` (also the ``extra`` of
+    the asset event on ``checkpoint_asset``): ``begin`` the previous checkpoint (None on a snapshot), ``end`` the new
+    one (the last instant read). The rows carry Hudi's meta columns (``_hoodie_commit_time`` ...), each record at
+    its latest version in the range.
 
     Args:
         output_path: where the file goes (templated: ``"/data/changes/{{ run_id }}.parquet"``,
@@ -218,6 +219,11 @@ class HudiIncrementalPullOperator(HudiTableOperator):
         self.checkpoint_asset = as_asset(checkpoint_asset, source=source)
         if self.checkpoint_asset not in self.outlets:
             self.outlets = [*self.outlets, self.checkpoint_asset]
+        if HoodieKey.READ_END_INSTANTTIME.key in self.options:
+            raise InvalidOptionError(
+                f"{source}: {HoodieKey.READ_END_INSTANTTIME.key} is not an option of a pull: each run reads up to "
+                "the latest completed commit and the next one begins there"
+            )
         begin = self.options.get(HoodieKey.READ_BEGIN_INSTANTTIME.key)
         if begin is not None and "{{" not in str(begin) and not str(begin).strip().isdigit():
             raise InvalidOptionError(
@@ -264,7 +270,7 @@ class HudiIncrementalPullOperator(HudiTableOperator):
         current = read_checkpoint(context, self.checkpoint_asset, location.base_path)
         if current is None or changes.end > current:
             store.set(CHECKPOINT_KEY, {"instant": changes.end, "base_path": location.base_path})
-        return {
+        result = {
             "path": path,
             "rows": changes.rows.num_rows,
             "begin": begin,
@@ -273,3 +279,6 @@ class HudiIncrementalPullOperator(HudiTableOperator):
             "snapshot": snapshot,
             "full_table_scan": changes.full_table_scan,
         }
+        # the asset event carries it too: a DAG scheduled on the asset finds the file in triggering_asset_events
+        context["outlet_events"][self.checkpoint_asset].extra = result
+        return result

@@ -42,8 +42,8 @@ def get_provider_info() -> dict[str, Any]:
     return {
         "package-name": PACKAGE,
         "name": "Lake orchestration (Apache Hudi table services)",
-        "description": "Apache Hudi table services (compaction, clean, archive, rollback) as Airflow operators, "
-        "deferrable sensors and triggers, over the lake_orchestration service core.",
+        "description": "Apache Hudi table services (compaction, clean, archive, rollback) and incremental pulls as "
+        "Airflow operators, deferrable sensors and triggers, over the lake_orchestration service core.",
         "versions": [_version()],
         "integrations": [
             {
@@ -52,7 +52,12 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
-        "operators": [{"integration-name": integration, "python-modules": ["lake_orchestration.airflow.operators"]}],
+        "operators": [
+            {
+                "integration-name": integration,
+                "python-modules": ["lake_orchestration.airflow.operators", "lake_orchestration.airflow.incremental"],
+            }
+        ],
         "sensors": [{"integration-name": integration, "python-modules": ["lake_orchestration.airflow.sensors"]}],
         "hooks": [{"integration-name": integration, "python-modules": ["lake_orchestration.airflow.hooks"]}],
         "triggers": [{"integration-name": integration, "python-modules": ["lake_orchestration.airflow.triggers"]}],

@@ -6,6 +6,8 @@ the batch's commit."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,13 +45,22 @@ def _run(airflow: AirflowRunner, path: Path, out_dir: Path, **env: str) -> DagRu
     return airflow._collect(DAG_ID, proc.returncode, proc.stdout + proc.stderr)
 
 
-def _check_batch(run: DagRunResult, path: Path, batch: pa.Table, instant: str, begin: str | None) -> None:
+def _check_batch(
+    airflow: AirflowRunner, run: DagRunResult, path: Path, batch: pa.Table, instant: str, begin: str | None
+) -> None:
     """The run succeeded and its file holds exactly the batch written at ``instant``: its keys, once, each at the
     version hudi-rs reads for that commit."""
     assert run.state == "success", f"run {run.state}, tasks {run.tasks}\n{run.output[-8000:]}"
     assert run.result("wait_for_commits") == instant
     pulled = run.result("pull")
     assert (pulled["begin"], pulled["end"], pulled["snapshot"]) == (begin, instant, begin is None), pulled
+    with sqlite3.connect(airflow.home / "airflow.db") as db:  # the pull's asset event carries the same dict
+        (extra,) = db.execute(
+            "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.name = ? AND"
+            " e.source_run_id = (SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1)",
+            ("hudi_trips_changes", DAG_ID),
+        ).fetchone()
+    assert json.loads(extra) == pulled
     rows = pq.read_table(pulled["path"])
     assert rows.num_rows == pulled["rows"] == batch.num_rows
     keys = rows.column("uuid").to_pylist()
@@ -70,7 +81,7 @@ def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_c
 
     first = _write(path, base, "bulk_insert")
     run1 = _run(airflow, path, out)
-    _check_batch(run1, path, base, first, None)  # the first run: a snapshot
+    _check_batch(airflow, run1, path, base, first, None)  # the first run: a snapshot
 
     second_batch = generate_updates(base, fraction=0.4, seed=4, ts_offset=10**8)
     second = _write(path, second_batch, "upsert")
@@ -89,7 +100,7 @@ def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_c
     assert "Cannot write the changes" in failed.output
     assert "reading the range of this run's first try again" in failed.output, failed.output[-6000:]
     run2 = _run(airflow, path, out)
-    _check_batch(run2, path, second_batch, second, first)
+    _check_batch(airflow, run2, path, second_batch, second, first)
 
     plan = schedule_compaction(HudiTable(str(path)), force=True)
     assert plan.scheduled and plan.instant is not None
@@ -99,6 +110,6 @@ def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_c
     third = _write(path, third_batch, "upsert")
     assert second < str(plan.instant) < third
     run3 = _run(airflow, path, out)
-    _check_batch(run3, path, third_batch, third, second)
+    _check_batch(airflow, run3, path, third_batch, third, second)
     assert run3.result("pull")["commits"] == 2  # the compaction is in the range, and brought no row
     assert len({r.result("pull")["path"] for r in (run1, run2, run3)}) == 3
