@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.datagen import generate_trips, generate_updates
@@ -73,23 +75,34 @@ def _rows(t: pa.Table) -> list[tuple]:
     return sorted(tuple(r[c] for c in cols) for r in t.select(list(cols)).to_pylist())
 
 
+SLOW_WORKER = "Timed out while waiting for the Python worker to connect back"
+"""Spark waits 10 s (hard-coded in PythonWorkerFactory) for the source's Python process to start: a loaded machine
+can miss it before any offset is planned; the query is then started again from its checkpoint, once."""
+
+
 def _stream(spark, path: Path, checkpoint: Path, sink: Path, **options: str):  # type: ignore[no-untyped-def]
     """One ``Trigger.AvailableNow`` run into a parquet sink; returns the finished query."""
-    reader = spark.readStream.format(SHORT_NAME)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    q = (
-        reader.load(str(path))
-        .writeStream.format("parquet")
-        .option("path", str(sink))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination(300)
-    assert not q.isActive, "the availableNow query did not finish in 300 s"
-    assert q.exception() is None, q.exception()
-    return q
+    for attempt in range(2):
+        reader = spark.readStream.format(SHORT_NAME)
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        q = (
+            reader.load(str(path))
+            .writeStream.format("parquet")
+            .option("path", str(sink))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            q.awaitTermination(300)
+        except StreamingQueryException as err:
+            if attempt == 0 and SLOW_WORKER in str(err) and not q.recentProgress:
+                continue
+            raise
+        assert not q.isActive, "the availableNow query did not finish in 300 s"
+        return q
+    raise AssertionError("unreachable")
 
 
 def _sink_rows(spark, sink: Path) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -137,7 +150,8 @@ def test_stream_restart_from_checkpoint_gets_each_commit_once(registered, histor
     h = _copy(history, tmp_path / "t")
     ck, sink = tmp_path / "checkpoint", tmp_path / "sink"
     first_end = h.commits[-1][0]
-    q1 = _stream(spark, h.path, ck, sink)
+    q1 = _stream(spark, h.path, ck, sink)  # read.start-commit: earliest (the default)
+    assert _offsets(q1, "startOffset") == [None]
     assert _offsets(q1, "endOffset") == [first_end]  # the offset is the last completed instant
     # the query is stopped; more commits land: an upsert of existing keys, a compaction, new keys
     base = history.commits[0][1]
@@ -156,30 +170,44 @@ def test_stream_restart_from_checkpoint_gets_each_commit_once(registered, histor
     assert {r[0] for r in got if r[0] > first_end} == {h.commits[-3][0], h.commits[-1][0]}
 
 
-def test_start_commit_earliest_and_instant(registered, history: History, tmp_path: Path) -> None:
+def test_start_commit_instant_and_latest(registered, history: History, tmp_path: Path) -> None:
     spark = registered
-    last = history.commits[-1][0]
-    q = _stream(spark, history.path, tmp_path / "ck1", tmp_path / "sink1", **{START_COMMIT: "earliest"})
-    assert _sink_rows(spark, tmp_path / "sink1") == history.expected("0", last)
-    assert _offsets(q, "startOffset") == [None] and _offsets(q, "endOffset") == [last]
+    c1, c2, last = history.commits[0][0], history.commits[1][0], history.commits[-1][0]
     # an instant time is inclusive (Flink's read.start-commit): from the second commit on
-    c1, c2 = history.commits[0][0], history.commits[1][0]
-    _stream(spark, history.path, tmp_path / "ck2", tmp_path / "sink2", **{START_COMMIT: c2})
-    got = _sink_rows(spark, tmp_path / "sink2")
+    _stream(spark, history.path, tmp_path / "ck1", tmp_path / "sink1", **{START_COMMIT: c2})
+    got = _sink_rows(spark, tmp_path / "sink1")
     assert got == history.expected(c1, last)
     assert {r[0] for r in got} == {c2, last}
-
-
-def test_start_commit_latest_reads_only_later_commits(registered, history: History, tmp_path: Path) -> None:
-    spark = registered
+    # latest: only what completes after the query started (a running query, the timeline listed at every trigger)
     h = _copy(history, tmp_path / "t")
-    ck, sink = tmp_path / "ck", tmp_path / "sink"
-    _stream(spark, h.path, ck, sink, **{START_COMMIT: "latest"})
-    assert _sink_rows(spark, sink) == []
-    before = h.commits[-1][0]
-    new = h.write(generate_trips(4, partitions=2, seed=9, ts_offset=9 * 10**6), "insert")
-    _stream(spark, h.path, ck, sink, **{START_COMMIT: "latest"})
-    assert _sink_rows(spark, sink) == h.expected(before, new)
+    for attempt in range(2):
+        q = (
+            spark.readStream.format(SHORT_NAME)
+            .option(START_COMMIT, "latest")
+            .option(CHECK_INTERVAL, "0")
+            .load(str(h.path))
+            .writeStream.format("memory")
+            .queryName("hudi_changes_latest")
+            .option("checkpointLocation", str(tmp_path / "ck2"))
+            .trigger(processingTime="1 second")
+            .start()
+        )
+        try:
+            q.processAllAvailable()
+            break
+        except StreamingQueryException as err:
+            if attempt == 0 and SLOW_WORKER in str(err) and not q.recentProgress:
+                continue
+            raise
+    try:
+        assert spark.table("hudi_changes_latest").count() == 0
+        new = h.write(generate_trips(4, partitions=2, seed=9, ts_offset=9 * 10**6), "insert")
+        deadline = time.monotonic() + 120
+        while spark.table("hudi_changes_latest").count() == 0 and time.monotonic() < deadline:
+            q.processAllAvailable()
+        assert _rows(spark.table("hudi_changes_latest").toArrow()) == h.expected(last, new)
+    finally:
+        q.stop()
 
 
 def test_batch_read_equals_incremental_query(registered, history: History) -> None:
