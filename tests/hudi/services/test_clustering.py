@@ -289,3 +289,24 @@ def test_killed_attempt_rolled_back_and_rerun(tmp_path: Path) -> None:
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), before, ignore=REWRITTEN_BY_SERVICES)
     assert_same_rows(before, hudi_rs_snapshot(path), ignore=REWRITTEN_BY_SERVICES)
     assert (path / ".hoodie" / f"{instant}.replacecommit").exists()
+
+
+def test_on_spark_with_z_order(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """The group tasks on the Spark engine, laid out on a z-order curve of two columns: the rows hudi-rs reads are
+    unchanged, each new file is in the order the layout gives its rows."""
+    from lake_orchestration.engines.spark import SparkEngine
+    from lake_orchestration.hudi.services.clustering.layout import sort_indices
+
+    path = tmp_path / "t"
+    _small_files_table(path, TableType.MERGE_ON_READ, batches=2, rows=100)
+    before = hudi_rs_snapshot(path)
+    cfg = ClusteringConfig.from_options({"hoodie.clustering.plan.strategy.sort.columns": "fare,begin_lat",
+                                         "hoodie.layout.optimize.strategy": "z-order"})
+    scheduled = schedule_clustering(HudiTable(str(path)), config=cfg)
+    result = execute_clustering(HudiTable(str(path)), scheduled.instant, config=cfg, engine=SparkEngine(spark))
+    assert result.files_written == 2
+    for s in result.stats:
+        data = pq.read_table(path / s.path)
+        order = sort_indices(data, ["fare", "begin_lat"], "z-order").to_pylist()
+        assert order == list(range(data.num_rows)), f"{s.path} is not in z-order"
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
