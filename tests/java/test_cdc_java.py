@@ -94,7 +94,7 @@ def _compare(java: JavaHudi, path: Path, begin: str, end: str | None) -> Counter
 
 @pytest.mark.interop(
     direction="Java writes → our reader, Java reads",
-    table="partitioned, CDC enabled (mode in the test id); MOR compacted by Java",
+    table="partitioned, CDC enabled, MOR compacted by Java;",
     service="CDC query (ours)",
     checks="ranges (everything, the first commit, a middle commit alone, the last two): the same op, ts_ms, "
     "before and after (decoded JSON) as Java's hudi_table_changes(path, 'cdc', begin, end)",
