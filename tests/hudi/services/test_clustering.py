@@ -18,7 +18,7 @@ import pytest
 
 from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
-from lake_orchestration.hudi.model.instant import Action
+from lake_orchestration.hudi.model.instant import Action, Instant
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.clustering import (
     ClusteringConfig,
@@ -310,3 +310,18 @@ def test_on_spark_with_z_order(tmp_path: Path, spark) -> None:  # type: ignore[n
         order = sort_indices(data, ["fare", "begin_lat"], "z-order").to_pylist()
         assert order == list(range(data.num_rows)), f"{s.path} is not in z-order"
     assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def test_pending_clustering_is_not_a_stale_write(tmp_path: Path) -> None:
+    """A pending clustering plan (requested, or inflight with an expired heartbeat) is not a failed write: the
+    rollback of stale writes leaves it (Java's getInflightTimelineExcludeCompactionAndClustering); its plan stays."""
+    from lake_orchestration.hudi.services.rollback import stale_writes
+
+    path = tmp_path / "t"
+    _small_files_table(path, TableType.COPY_ON_WRITE, batches=2, rows=40)
+    table = HudiTable(str(path))
+    instant = str(schedule_clustering(table).instant)
+    assert stale_writes(HudiTable(str(path)), timeout_s=0) == []
+    table.refresh().transition_to_inflight(Instant.from_file_name(f"{instant}.replacecommit.requested"))
+    time.sleep(0.05)
+    assert stale_writes(HudiTable(str(path)), interval_ms=1, tolerable_misses=1, timeout_s=0) == []
