@@ -50,7 +50,11 @@ def test_default_parameters_match_java() -> None:
     bf = HoodieBloomFilter.create()
     assert isinstance(bf, DynamicBoundedBloomFilter)
     assert (bf.vector_size, bf.num_hashes, bf.hash_type, bf.num_entries, bf.max_entries) == (
-        M_DEFAULT, K_DEFAULT, MURMUR_HASH, 60000, 100000,
+        M_DEFAULT,
+        K_DEFAULT,
+        MURMUR_HASH,
+        60000,
+        100000,
     )
 
 
@@ -99,7 +103,7 @@ def test_empty_dynamic_layout_and_size() -> None:
     assert len(text) == 431_380 and text.startswith("/////wAAAB4BACd9PgAA6mAAAAAA")
     blob = _blob(bf)
     assert len(blob) == 25 + 13 + 323_496
-    assert blob[:38].hex() == "ffffffff0000001e0100277d3e" "0000ea60" "00000000" "00000001" "ffffffff0000001e0100277d3e"
+    assert blob[:38].hex() == "ffffffff0000001e0100277d3e0000ea600000000000000001ffffffff0000001e0100277d3e"
     assert not any(blob[38:])
 
 
@@ -227,8 +231,9 @@ def test_default_growth_150k_keys_is_bounded() -> None:
     assert bf.might_contain_all(keys).all()
 
 
-@pytest.mark.parametrize(("n", "nr", "max_nr"), [(2500, 1000, 2500), (6000, 1000, 2500), (3001, 1000, 3000),
-                                                 (50, 10, 0), (999, 1000, 1000)])
+@pytest.mark.parametrize(
+    ("n", "nr", "max_nr"), [(2500, 1000, 2500), (6000, 1000, 2500), (3001, 1000, 3000), (50, 10, 0), (999, 1000, 1000)]
+)
 def test_growth_matches_java_row_assignment(n: int, nr: int, max_nr: int) -> None:
     keys = [f"key-{i}" for i in range(n)]
     targets, rows, cur = _java_targets(n, nr, max_nr)

@@ -164,9 +164,7 @@ def test_fs_view_merged_slices_as_of_before_compaction_previous_slice_only() -> 
 def test_fs_view_replaced_file_group_excluded_from_latest_and_merged_views() -> None:
     timeline = tl(f"{T1}.commit", f"{T2}.replacecommit", f"{T3}.commit")
     listing = {P: [base(FG, T1), base(FG2, T2)]}
-    view = FileSystemView.build(
-        timeline=timeline, listing=listing, replaced={FileGroupId(P, FG): InstantTime(T2)}
-    )
+    view = FileSystemView.build(timeline=timeline, listing=listing, replaced={FileGroupId(P, FG): InstantTime(T2)})
     assert [s.file_id for s in view.latest_file_slices()] == [FG2]
     assert [g.id.file_id for g in view.all_file_groups()] == [FG2]
     assert sorted(g.id.file_id for g in view.all_file_groups(include_replaced=True)) == sorted([FG, FG2])

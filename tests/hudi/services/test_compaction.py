@@ -1,4 +1,5 @@
-"""Compaction: schedule-plan -> execute-plan -> commit keeps the snapshot hudi-rs reads, on real and generated tables."""
+"""Compaction: schedule-plan -> execute-plan -> commit keeps the snapshot hudi-rs reads, on real and generated
+tables."""
 
 from __future__ import annotations
 
@@ -35,8 +36,12 @@ from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT, SHARED, HudiFixture, require_shared
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
-MOR_FIXTURES = [HudiFixture.TRIPS_MOR_AVRO, HudiFixture.MOR_COMPLEX_HIVE, HudiFixture.MOR_ROLLBACK,
-                HudiFixture.MOR_SIMPLE_NONHIVE]
+MOR_FIXTURES = [
+    HudiFixture.TRIPS_MOR_AVRO,
+    HudiFixture.MOR_COMPLEX_HIVE,
+    HudiFixture.MOR_ROLLBACK,
+    HudiFixture.MOR_SIMPLE_NONHIVE,
+]
 
 
 def _reference_schema(name: str) -> dict:
@@ -53,8 +58,13 @@ def _check_plan_and_commit(path: Path, instant: str) -> None:
     assert plan["operations"], "plan without operations"
     for op in plan["operations"]:
         assert op["fileId"] and op["baseInstantTime"] and op["deltaFilePaths"]
-        assert set(op["metrics"]) == {"TOTAL_LOG_FILES", "TOTAL_LOG_FILES_SIZE", "TOTAL_IO_READ_MB",
-                                      "TOTAL_IO_WRITE_MB", "TOTAL_IO_MB"}
+        assert set(op["metrics"]) == {
+            "TOTAL_LOG_FILES",
+            "TOTAL_LOG_FILES_SIZE",
+            "TOTAL_IO_READ_MB",
+            "TOTAL_IO_WRITE_MB",
+            "TOTAL_IO_MB",
+        }
     md = CommitMetadata.from_bytes((path / ".hoodie" / f"{instant}.commit").read_bytes(), path=str(path))
     assert md.compacted and md.operation_type == "COMPACT" and md.schema
     assert (path / ".hoodie" / f"{instant}.compaction.inflight").read_bytes() == b""
@@ -93,14 +103,25 @@ def test_compaction_empty_mor_fixture_schedules_nothing(fresh_fixture) -> None:
 
 def _generated(tmp_path: Path, *, deltas: int = 6) -> Path:
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=TableType.MERGE_ON_READ, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", hive_style_partitioning=True,
-                        max_rows_per_file=120, small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=120,
+        small_file_limit=0,
+    )
     base = generate_trips(600, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     for n in range(deltas):
-        upd = pa.concat_tables([generate_updates(base, fraction=0.1, seed=n, ts_offset=(n + 1) * 10**7),
-                                generate_trips(10, partitions=4, seed=100 + n)])
+        upd = pa.concat_tables(
+            [
+                generate_updates(base, fraction=0.1, seed=n, ts_offset=(n + 1) * 10**7),
+                generate_trips(10, partitions=4, seed=100 + n),
+            ]
+        )
         write_table(str(path), upd, operation="upsert", options=opts)
         if n % 2:
             write_table(str(path), pick_deletes(base, fraction=0.03, seed=200 + n), operation="delete", options=opts)
@@ -119,28 +140,52 @@ def _rolled_back_write(path: Path) -> str:
     failed = t.new_instant_time()
     t.create_requested(Instant(failed, Action.DELTA_COMMIT, State.REQUESTED))
     t.transition_to_inflight(Instant(failed, Action.DELTA_COMMIT, State.REQUESTED), b"{}")
-    rows = read_snapshot_table(t).filter(pa.compute.equal(read_snapshot_table(t).column("_hoodie_file_name"),
-                                                           read_snapshot_table(t).column("_hoodie_file_name")))
+    rows = read_snapshot_table(t).filter(
+        pa.compute.equal(
+            read_snapshot_table(t).column("_hoodie_file_name"), read_snapshot_table(t).column("_hoodie_file_name")
+        )
+    )
     rows = rows.filter(pa.compute.equal(rows.column("_hoodie_partition_path"), fs.partition_path)).slice(0, 5)
     bogus = rows.set_column(rows.schema.get_field_index("fare"), "fare", pa.array([-1.0] * rows.num_rows))
-    bogus = bogus.set_column(rows.schema.get_field_index("_hoodie_commit_time"), "_hoodie_commit_time",
-                             pa.array([str(failed)] * rows.num_rows))
+    bogus = bogus.set_column(
+        rows.schema.get_field_index("_hoodie_commit_time"),
+        "_hoodie_commit_time",
+        pa.array([str(failed)] * rows.num_rows),
+    )
     schema = with_meta_fields(t.latest_schema())
-    write_log_file(t.storage, partition_path=fs.partition_path, file_id=fs.file_id, base_instant=str(fs.base_instant),
-                   write_token="0-9-9", blocks=[avro_data_block(bogus, instant=str(failed), schema=schema,
-                                                                schema_json=json.dumps(schema))])
+    write_log_file(
+        t.storage,
+        partition_path=fs.partition_path,
+        file_id=fs.file_id,
+        base_instant=str(fs.base_instant),
+        write_token="0-9-9",
+        blocks=[avro_data_block(bogus, instant=str(failed), schema=schema, schema_json=json.dumps(schema))],
+    )
     rb = t.new_instant_time()
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=str(failed), action="deltacommit"),
-                        rollback_requests=(), version=1)
+    plan = RollbackPlan(
+        instant_to_rollback=InstantInfo(commit_time=str(failed), action="deltacommit"), rollback_requests=(), version=1
+    )
     req = t.create_requested(Instant(rb, Action.ROLLBACK, State.REQUESTED), plan.to_bytes())
     inflight = t.transition_to_inflight(req)
-    write_log_file(t.storage, partition_path=fs.partition_path, file_id=fs.file_id, base_instant=str(fs.base_instant),
-                   write_token="1-0-1", blocks=[rollback_command_block(instant=str(rb), target_instant=str(failed))])
+    write_log_file(
+        t.storage,
+        partition_path=fs.partition_path,
+        file_id=fs.file_id,
+        base_instant=str(fs.base_instant),
+        write_token="1-0-1",
+        blocks=[rollback_command_block(instant=str(rb), target_instant=str(failed))],
+    )
     for name in (f"{failed}.deltacommit.requested", f"{failed}.deltacommit.inflight"):
         (path / ".hoodie" / name).unlink()
-    meta = RollbackMetadata(start_rollback_time=str(rb), time_taken_in_millis=1, total_files_deleted=0,
-                            commits_rollback=(str(failed),), partition_metadata={}, version=1,
-                            instants_rollback=(InstantInfo(commit_time=str(failed), action="deltacommit"),))
+    meta = RollbackMetadata(
+        start_rollback_time=str(rb),
+        time_taken_in_millis=1,
+        total_files_deleted=0,
+        commits_rollback=(str(failed),),
+        partition_metadata={},
+        version=1,
+        instants_rollback=(InstantInfo(commit_time=str(failed), action="deltacommit"),),
+    )
     t.transition_to_completed(inflight, meta.to_bytes())
     return str(failed)
 
@@ -167,8 +212,9 @@ def test_compaction_trigger_num_commits_waits_for_max_delta_commits(tmp_path: Pa
     assert not r.scheduled and "NUM_COMMITS not met: 4 delta commit(s)" in r.reason
     r = schedule_compaction(t, config=CompactionConfig(max_delta_commits=4))
     assert r.scheduled
-    r2 = schedule_compaction(t, config=CompactionConfig(trigger_strategy=TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST,
-                                                        max_delta_commits=1))
+    r2 = schedule_compaction(
+        t, config=CompactionConfig(trigger_strategy=TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST, max_delta_commits=1)
+    )
     assert not r2.scheduled
 
 
@@ -197,8 +243,11 @@ def test_compaction_second_run_is_noop_and_later_logs_kept(tmp_path: Path) -> No
     assert_same_rows(after, before, ignore=REWRITTEN_BY_SERVICES)
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), before, ignore=REWRITTEN_BY_SERVICES)
     planned = {(op.partition_path, op.file_id) for op in sched.plan.operations}
-    late_logs = [s for s in HudiTable(str(path)).fs_view().latest_file_slices()
-                 if s.log_files and (s.partition_path, s.file_id) in planned]
+    late_logs = [
+        s
+        for s in HudiTable(str(path)).fs_view().latest_file_slices()
+        if s.log_files and (s.partition_path, s.file_id) in planned
+    ]
     assert late_logs, "the late write touched no compacted file group"
     assert all(s.base_instant == sched.instant and s.base_file is not None for s in late_logs)
     assert {lf.base_instant for s in late_logs for lf in s.log_files} == {sched.instant}
@@ -218,8 +267,12 @@ def test_compaction_schedule_validations(tmp_path: Path) -> None:
 
 def test_compaction_cow_table_refused(tmp_path: Path) -> None:
     path = tmp_path / "c"
-    write_table(str(path), generate_trips(10), operation="insert",
-                options=WriteOptions(table_name="c", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",)))
+    write_table(
+        str(path),
+        generate_trips(10),
+        operation="insert",
+        options=WriteOptions(table_name="c", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",)),
+    )
     with pytest.raises(PlanError, match="MERGE_ON_READ"):
         schedule_compaction(HudiTable(str(path)), force=True)
 
@@ -272,8 +325,15 @@ run_compaction(HudiTable(sys.argv[1]))
 
 def test_compaction_process_killed_midway_next_run_recovers(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
-                        max_rows_per_file=2000, small_file_limit=0, compression="gzip")
+    opts = WriteOptions(
+        table_name="t",
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        max_rows_per_file=2000,
+        small_file_limit=0,
+        compression="gzip",
+    )
     base = generate_trips(120_000, partitions=8, seed=3)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     write_table(str(path), generate_updates(base, fraction=0.3, seed=4), operation="upsert", options=opts)
@@ -338,12 +398,20 @@ def test_compaction_log_side_beyond_memory_budget_spills_and_gives_same_result(t
     (spilled,) = run_compaction(HudiTable(str(path)), config=tiny)
     (in_memory,) = run_compaction(HudiTable(str(twin)))
     _assert_compacted(path, str(sched.instant), before)
-    assert_same_rows(read_snapshot_table(HudiTable(str(path))), read_snapshot_table(HudiTable(str(twin))),
-                     ignore=REWRITTEN_BY_SERVICES)
+    assert_same_rows(
+        read_snapshot_table(HudiTable(str(path))),
+        read_snapshot_table(HudiTable(str(twin))),
+        ignore=REWRITTEN_BY_SERVICES,
+    )
     key = lambda s: s.fileId  # noqa: E731
     for a, b in zip(sorted(spilled.stats, key=key), sorted(in_memory.stats, key=key), strict=True):
         assert (a.numWrites, a.numUpdateWrites, a.numDeletes, a.numInserts, a.totalLogRecords) == (
-            b.numWrites, b.numUpdateWrites, b.numDeletes, b.numInserts, b.totalLogRecords)
+            b.numWrites,
+            b.numUpdateWrites,
+            b.numDeletes,
+            b.numInserts,
+            b.totalLogRecords,
+        )
 
 
 def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
@@ -395,8 +463,10 @@ def test_compaction_rollback_refuses_a_metadata_table_unless_disabled(tmp_path: 
     r = run(cli, ["compaction", "rollback", str(path), "--instant-time", instant])
     assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
     assert HudiTable(str(path)).timeline.get(instant, Action.COMPACTION).state is State.INFLIGHT
-    r = run(cli, ["compaction", "rollback", str(path), "--instant-time", instant, "--option",
-                  "hoodie.metadata.enable=false"])
+    r = run(
+        cli,
+        ["compaction", "rollback", str(path), "--instant-time", instant, "--option", "hoodie.metadata.enable=false"],
+    )
     assert r.exit_code == 0 and f"Rolled back compaction {instant}" in r.output, r.output
     t = HudiTable(str(path))
     assert not t.has_metadata_table()

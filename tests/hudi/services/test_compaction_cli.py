@@ -10,16 +10,17 @@ from click.testing import CliRunner
 from lake_orchestration.cli.app import cli
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
-from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.hudi.services.test_compaction import _generated
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 
 def test_compaction_cli_schedule_show_run_lifo_and_rollback(tmp_path: Path) -> None:
     path = _generated(tmp_path)
     before = hudi_rs_snapshot(path)
     run = CliRunner().invoke
-    r = run(cli, ["compaction", "schedule", str(path), "--option", "hoodie.compact.inline.max.delta.commits=50",
-                  "--json"])
+    r = run(
+        cli, ["compaction", "schedule", str(path), "--option", "hoodie.compact.inline.max.delta.commits=50", "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["scheduled"] is False and "NUM_COMMITS not met" in json.loads(r.output)["reason"]
     r = run(cli, ["compaction", "schedule", str(path), "--json"])

@@ -9,8 +9,8 @@ import pytest
 
 from lake_orchestration.hudi.services.compaction import CompactionConfig, executor, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
-from tests.oracle import hudi_rs_snapshot
 from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.oracle import hudi_rs_snapshot
 
 
 def test_spilled_log_side_is_gathered_from_spill_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,8 +22,8 @@ from lake_orchestration.hudi.services.compaction import (
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
-from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 
 def _executed(tmp_path: Path) -> tuple[Path, str, CompactionExecution]:

@@ -9,8 +9,8 @@ from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 from tests.hudi.services.test_compaction import _generated
+from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
 
 
 def test_log_compaction_merges_blocks_snapshot_unchanged_then_compaction(tmp_path: Path) -> None:

@@ -28,8 +28,8 @@ from lake_orchestration.hudi.services.log_compaction import (
 )
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from tests.oracle import assert_same_rows, hudi_rs_snapshot
 from tests.hudi.services.test_compaction import _generated
+from tests.oracle import assert_same_rows, hudi_rs_snapshot
 
 CFG = CompactionConfig(log_compaction_blocks_threshold=2)
 

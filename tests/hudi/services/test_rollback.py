@@ -40,8 +40,15 @@ write_table(sys.argv[1], rows, operation="upsert",
 
 def _killed_write(tmp_path: Path, table_type: TableType) -> tuple[Path, pa.Table]:
     path = tmp_path / "t"
-    opts = WriteOptions(table_name="t", table_type=table_type, record_key_fields=("uuid",), partition_fields=("city",),
-                        precombine_field="ts", small_file_limit=0, max_rows_per_file=2500)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=table_type,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        small_file_limit=0,
+        max_rows_per_file=2500,
+    )
     base = generate_trips(20_000, partitions=4, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     before = hudi_rs_snapshot(path)
@@ -52,7 +59,8 @@ def _killed_write(tmp_path: Path, table_type: TableType) -> tuple[Path, pa.Table
         while time.monotonic() < deadline:
             inflight = {p.name.split(".")[0] for p in (path / ".hoodie").glob("*.inflight")}
             done = {p.name.split(".")[0] for p in (path / ".hoodie").glob("*.commit")} | {
-                p.name.split(".")[0] for p in (path / ".hoodie").glob("*.deltacommit")}
+                p.name.split(".")[0] for p in (path / ".hoodie").glob("*.deltacommit")
+            }
             if inflight - done and len(list(path.rglob("*.parquet"))) > 8 + 4:
                 break
             assert proc.poll() is None, "the write finished before it could be killed"
@@ -147,8 +155,18 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     (pending,) = list(HudiTable(str(path)).timeline.pending())
     run = CliRunner().invoke
     _wait_heartbeat_expired(path, str(pending.time))
-    r = run(cli, ["rollback", str(path), "--stale", "--option", "hoodie.client.heartbeat.interval_in_ms=200",
-                  "--dry-run", "--json"])
+    r = run(
+        cli,
+        [
+            "rollback",
+            str(path),
+            "--stale",
+            "--option",
+            "hoodie.client.heartbeat.interval_in_ms=200",
+            "--dry-run",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     (row,) = _json.loads(r.output)
     assert row["instant"] == str(pending.time) and row["dry_run"] and row["files_to_delete"]
@@ -162,8 +180,9 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time)])
     assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
     assert sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()) == listing
-    r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time),
-                  "--option", "hoodie.metadata.enable=false"])
+    r = run(
+        cli, ["rollback", str(path), "--instant-time", str(pending.time), "--option", "hoodie.metadata.enable=false"]
+    )
     assert r.exit_code == 0 and "Rolled back" in r.output, r.output
     assert not HudiTable(str(path)).has_metadata_table()
     assert_same_rows(hudi_rs_snapshot(path), before)

@@ -58,7 +58,10 @@ def test_read_trips_fixture_applies_delete_block(hudi_fixture, tmp_path: Path) -
     out = tmp_path / "s.parquet"
     assert CliRunner().invoke(cli, ["read", str(base), "-o", str(out)]).exit_code == 0
     keys = set(pq.read_table(out).column("_hoodie_record_key").to_pylist())
-    deleted = {"e96c4396-3fad-413a-a942-4cb36106d721", "9909a8b1-2d15-4d3d-8ec9-efc48c536a00",
-               "334e26e9-8355-45cc-97c6-c31daf0df330"}
+    deleted = {
+        "e96c4396-3fad-413a-a942-4cb36106d721",
+        "9909a8b1-2d15-4d3d-8ec9-efc48c536a00",
+        "334e26e9-8355-45cc-97c6-c31daf0df330",
+    }
     assert not keys & deleted
     assert len(keys) == 5

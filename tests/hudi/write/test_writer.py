@@ -55,8 +55,14 @@ def test_write_bulk_insert_upserts_delete_upsert_hudi_rs_reads_model(
 ) -> None:
     path = str(tmp_path / "t")
     opts = WriteOptions(
-        table_name="t", table_type=table_type, record_key_fields=keys, partition_fields=partitions,
-        precombine_field="ts", hive_style_partitioning=True, max_rows_per_file=150, small_file_limit=0,
+        table_name="t",
+        table_type=table_type,
+        record_key_fields=keys,
+        partition_fields=partitions,
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=150,
+        small_file_limit=0,
     )
     base = generate_trips(300, partitions=3, seed=1)
     history = [("upsert", base.to_pandas())]
@@ -87,13 +93,21 @@ def test_write_bulk_insert_upserts_delete_upsert_hudi_rs_reads_model(
     assert_same_rows(read_snapshot_table(HudiTable(path)), theirs)
     t = HudiTable(path)
     assert all(i.is_completed for i in t.timeline)
-    assert not (tmp_path / "t" / ".hoodie" / ".temp").exists() or not any((tmp_path / "t" / ".hoodie" / ".temp").iterdir())
+    assert not (tmp_path / "t" / ".hoodie" / ".temp").exists() or not any(
+        (tmp_path / "t" / ".hoodie" / ".temp").iterdir()
+    )
 
 
 def test_write_cow_upsert_rewrites_base_file_preserving_unchanged_commit_times(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    opts = WriteOptions(table_name="t", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",),
-                        partition_fields=("city",), precombine_field="ts", small_file_limit=0)
+    opts = WriteOptions(
+        table_name="t",
+        table_type=TableType.COPY_ON_WRITE,
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        small_file_limit=0,
+    )
     base = generate_trips(100, partitions=1, seed=4)
     first = write_table(path, base, operation="bulk_insert", options=opts)
     upd = generate_updates(base, fraction=0.1, seed=5)
@@ -125,8 +139,9 @@ def test_write_base_file_footer_bloom_contains_every_key(tmp_path: Path) -> None
 
 def test_write_small_file_takes_inserts_instead_of_new_group(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    opts = WriteOptions(table_name="t", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",),
-                        partition_fields=("city",))
+    opts = WriteOptions(
+        table_name="t", table_type=TableType.COPY_ON_WRITE, record_key_fields=("uuid",), partition_fields=("city",)
+    )
     write_table(path, generate_trips(50, partitions=1, seed=1), operation="insert", options=opts)
     write_table(path, generate_trips(30, partitions=1, seed=2), operation="insert", options=opts)
     slices = HudiTable(path).fs_view().latest_file_slices()
@@ -147,24 +162,38 @@ def test_write_options_mismatch_existing_table_raises_naming_key(tmp_path: Path)
 
 def test_write_hudi_options_keys_create_table(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    opts = WriteOptions.from_hudi_options({
-        "hoodie.table.name": "trips",
-        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-        "hoodie.datasource.write.recordkey.field": "uuid",
-        "hoodie.datasource.write.partitionpath.field": "city",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-    })
+    opts = WriteOptions.from_hudi_options(
+        {
+            "hoodie.table.name": "trips",
+            "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+            "hoodie.datasource.write.recordkey.field": "uuid",
+            "hoodie.datasource.write.partitionpath.field": "city",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+        }
+    )
     write_table(path, generate_trips(20, seed=3), operation="insert", options=opts)
     cfg = HudiTable(path).config
     assert (cfg.table_type, cfg.record_key_fields, cfg.partition_fields, cfg.precombine_field) == (
-        TableType.COPY_ON_WRITE, ("uuid",), ("city",), "ts")
+        TableType.COPY_ON_WRITE,
+        ("uuid",),
+        ("city",),
+        "ts",
+    )
     assert all(p.startswith("city=") for p in HudiTable(path).list_partitions())
 
 
-@pytest.mark.parametrize("fixture", [HudiFixture.TRIPS_MOR_AVRO, HudiFixture.MOR_SIMPLE_NONHIVE,
-                                     HudiFixture.MOR_ROLLBACK, HudiFixture.COW_COMPLEX_HIVE,
-                                     HudiFixture.COW_NONPARTITIONED], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        HudiFixture.TRIPS_MOR_AVRO,
+        HudiFixture.MOR_SIMPLE_NONHIVE,
+        HudiFixture.MOR_ROLLBACK,
+        HudiFixture.COW_COMPLEX_HIVE,
+        HudiFixture.COW_NONPARTITIONED,
+    ],
+    ids=lambda f: f.name,
+)
 def test_write_upsert_delete_into_java_fixture_hudi_rs_reads_expected(fresh_fixture, fixture: HudiFixture) -> None:
     base = fresh_fixture(fixture)
     t = HudiTable(str(base))
@@ -173,8 +202,11 @@ def test_write_upsert_delete_into_java_fixture_hudi_rs_reads_expected(fresh_fixt
     order = t.config.precombine_field
     rows = before.drop_columns([c for c in before.column_names if c.startswith("_hoodie_")])
     # update every row (bigger ordering value, changed payload) and delete the first one
-    upd = rows.set_column(rows.schema.get_field_index(order), order,
-                          pa.compute.add(rows.column(order), pa.scalar(10**6, rows.schema.field(order).type)))
+    upd = rows.set_column(
+        rows.schema.get_field_index(order),
+        order,
+        pa.compute.add(rows.column(order), pa.scalar(10**6, rows.schema.field(order).type)),
+    )
     upd = upd.slice(1)
     write_table(str(base), upd, operation="upsert")
     write_table(str(base), rows.slice(0, 1), operation="delete")
@@ -232,8 +264,9 @@ def test_write_unsupported_keygen_fixture_refused_before_any_instant(fresh_fixtu
     before = sorted(p.name for p in (base / ".hoodie").iterdir())
     rows = read_snapshot_table(HudiTable(str(base)))
     with pytest.raises(ValueError, match="TimestampBasedKeyGenerator"):
-        write_table(str(base), rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie")]),
-                    operation="upsert")
+        write_table(
+            str(base), rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie")]), operation="upsert"
+        )
     assert sorted(p.name for p in (base / ".hoodie").iterdir()) == before
 
 
