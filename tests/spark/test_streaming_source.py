@@ -26,7 +26,7 @@ from lake_orchestration.errors import InvalidOptionError
 from lake_orchestration.hudi.model.properties import TableType
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
-from lake_orchestration.hudi.table.incremental import read_incremental
+from lake_orchestration.hudi.table.incremental import HollowCommitError, read_incremental
 from lake_orchestration.hudi.write import write_table
 from lake_orchestration.spark import CHECK_INTERVAL, SHORT_NAME, START_COMMIT, HudiChangesDataSource, register
 from lake_orchestration.spark.source import HudiChangesStreamReader
@@ -267,7 +267,7 @@ def test_hollow_commit_blocks_the_offset_until_it_completes(history: History, tm
     assert {row[0] for row in _rows(got)} == {c5, c6}
     # FAIL instead of BLOCK stops the query, naming the hollow commit
     completed.rename(held)
-    with pytest.raises(Exception, match=f"hollow commit {c5}"):
+    with pytest.raises(HollowCommitError, match=f"hollow commit {c5}"):
         _reader(h.path, **{HoodieKey.READ_TIMELINE_HOLES_RESOLUTION_POLICY.key: "FAIL"}).latestOffset(
             {"instant": c4}, r.getDefaultReadLimit()
         )
