@@ -245,7 +245,8 @@ def _reader(path: Path, **options: str) -> HudiChangesStreamReader:
 
 def test_hollow_commit_blocks_the_offset_until_it_completes(history: History, tmp_path: Path) -> None:
     """A deltacommit still pending (its completed file not yet there) while a later one completed: the offset stops
-    before it (BLOCK, the stream's default); once it completes, the next micro-batch reads it and the later one."""
+    before it (BLOCK, the stream's default); once it completes, the next micro-batch reads it and the later one.
+    Also: read.streaming.check-interval keeps a listing for its interval."""
     h = _copy(history, tmp_path / "t")
     c4 = h.commits[-1][0]
     base = history.commits[0][1]
@@ -272,6 +273,12 @@ def test_hollow_commit_blocks_the_offset_until_it_completes(history: History, tm
             {"instant": c4}, r.getDefaultReadLimit()
         )
     held.rename(completed)
+    # read.streaming.check-interval: within it (default 60 s) a trigger reuses the previous listing
+    cached = _reader(h.path)
+    assert cached.latestOffset({"instant": c4}, cached.getDefaultReadLimit()) == {"instant": c6}
+    c7 = h.write(generate_trips(2, partitions=2, seed=10, ts_offset=10 * 10**6), "insert")
+    assert cached.latestOffset({"instant": c4}, cached.getDefaultReadLimit()) == {"instant": c6}
+    assert r.latestOffset({"instant": c6}, r.getDefaultReadLimit()) == {"instant": c7}  # check-interval 0
 
 
 def test_bad_options_fail_naming_the_path_and_value(history: History) -> None:
