@@ -237,6 +237,12 @@ class HudiIncrementalPullOperator(HudiTableOperator):
         output = str(self.output_path or "").strip()
         if not output:
             raise InvalidOptionError(f"task {self.task_id!r}: output_path is empty, expected a file path or URI")
+        map_index = getattr(context.get("ti"), "map_index", -1)
+        if map_index is not None and map_index >= 0:
+            raise InvalidOptionError(
+                f"task {self.task_id!r} is mapped (map index {map_index}): its mapped tasks would share the one "
+                f"checkpoint on asset {self.checkpoint_asset.name!r}; use one pull task (and asset) per table"
+            )
         table = location.open_table()
         task_state = context["task_state_store"]
         pinned = task_state.get(RANGE_KEY)
