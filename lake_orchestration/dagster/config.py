@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from lake_orchestration.hudi.services.archive.config import ArchiveConfig
     from lake_orchestration.hudi.services.bootstrap.config import BootstrapConfig
     from lake_orchestration.hudi.services.clean.config import CleanConfig
+    from lake_orchestration.hudi.services.clustering.config import ClusteringConfig
     from lake_orchestration.hudi.services.compaction.config import CompactionConfig
     from lake_orchestration.hudi.services.rollback.config import RollbackConfig
     from lake_orchestration.io.storage_options import StorageOptions
@@ -333,6 +334,14 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
     archive_options: dict[str, OptionValue] = {}  # noqa: RUF012
     """Archive options under Hudi's keys (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits`` ...)."""
     bootstrap_options: dict[str, OptionValue] = {}  # noqa: RUF012
+    clustering_options: dict[str, OptionValue] = {}  # noqa: RUF012
+    """Clustering options under Hudi's keys (``hoodie.clustering.*``, ``hoodie.layout.optimize.strategy``). Off unless
+    ``hoodie.clustering.async.enabled: true`` (Hudi's switch of the async clustering service, which the table's
+    clustering asset, schedule and sensors are): then the table gets ``hudi/<name>/clustering`` and its job, schedule
+    (``clustering_cron``) and sensors, and Hudi's async trigger applies (``hoodie.clustering.async.max.commits``
+    commits since the last clustering, default 4)."""
+    clustering_cron: str = "0 */4 * * *"
+    """Cron of the schedule-clustering job (a table with ``hoodie.clustering.async.enabled``)."""
     """Bootstrap of the table from an existing parquet dataset (job ``<name>__bootstrap``, run once; only when
     ``hoodie.bootstrap.base.path`` names the source): ``hoodie.bootstrap.mode.selector`` and its regex keys, and the
     new table's write keys (``hoodie.datasource.write.recordkey.field`` ...; ``hoodie.table.name`` defaults to
@@ -411,7 +420,12 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         return v
 
     @pydantic.field_validator(
-        "compaction_options", "clean_options", "archive_options", "bootstrap_options", mode="before"
+        "compaction_options",
+        "clean_options",
+        "archive_options",
+        "bootstrap_options",
+        "clustering_options",
+        mode="before",
     )
     @classmethod
     def _options(cls, v: Any, info: pydantic.ValidationInfo) -> Any:
@@ -445,7 +459,13 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         if self.format == "paimon":
             hudi_only = [
                 f
-                for f in ("compaction_options", "clean_options", "archive_options", "bootstrap_options")
+                for f in (
+                    "compaction_options",
+                    "clean_options",
+                    "archive_options",
+                    "bootstrap_options",
+                    "clustering_options",
+                )
                 if getattr(self, f)
             ]
             if hudi_only:
@@ -457,7 +477,13 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
             field = (
                 "heartbeat_interval_ms" if key == HoodieKey.HEARTBEAT_INTERVAL_MS.key else "heartbeat_tolerable_misses"
             )
-            for name in ("compaction_options", "clean_options", "archive_options", "bootstrap_options"):
+            for name in (
+                "compaction_options",
+                "clean_options",
+                "archive_options",
+                "bootstrap_options",
+                "clustering_options",
+            ):
                 given = getattr(self, name).get(key)
                 if given is not None and _option_str(given) != value:
                     raise ValueError(
@@ -473,15 +499,25 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
                     _PARSED_COMPACTION_OPTIONS.add(key)
             if self.bootstrap_options:
                 self.bootstrap_config()
+            if self.clustering_options:
+                self.clustering_config()
         except LakeOrchestrationError as err:
             raise ValueError(str(err)) from err
         return self
 
-    def service_options(self, service: Literal["compaction", "clean", "archive"] | None = None) -> dict[str, str]:
+    def service_options(
+        self, service: Literal["compaction", "clean", "archive", "clustering"] | None = None
+    ) -> dict[str, str]:
         """The strings Hudi reads, as one write config (as Hudi has): archival reads the cleaner's and the compaction
         trigger's keys too, and a ``hoodie.metadata.enable`` set under any service applies to all. ``service``'s own
-        map is laid over the others, so its keys win; without it, archive over clean over compaction."""
-        maps = {"compaction": self.compaction_options, "clean": self.clean_options, "archive": self.archive_options}
+        map is laid over the others, so its keys win; without it, archive over clean over compaction over
+        clustering."""
+        maps = {
+            "clustering": self.clustering_options,
+            "compaction": self.compaction_options,
+            "clean": self.clean_options,
+            "archive": self.archive_options,
+        }
         order = [m for name, m in maps.items() if name != service] + ([maps[service]] if service else [])
         out = {k: _option_str(v) for m in order for k, v in m.items()}
         for key, value in self._heartbeat_fields().items():
@@ -519,6 +555,23 @@ class HudiTableConfig(dg.Resolvable, dg.Model):
         from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 
         return CompactionConfig.from_options(self.service_options("compaction"))
+
+    @property
+    def clustering_enabled(self) -> bool:
+        """``hoodie.clustering.async.enabled`` is true in ``clustering_options``: the table gets its clustering
+        asset, job, schedule and sensors (off by default, as in Hudi)."""
+        value = self.clustering_options.get(HoodieKey.CLUSTERING_ASYNC_ENABLED.key)
+        return value is not None and _option_str(value).strip().lower() == "true"
+
+    def clustering_config(self) -> "ClusteringConfig":
+        """The core clustering settings of :meth:`service_options` ``("clustering")``.
+
+        Raises:
+            InvalidOptionError: a value that does not parse, naming the key and the value.
+        """
+        from lake_orchestration.hudi.services.clustering.config import ClusteringConfig
+
+        return ClusteringConfig.from_options(self.service_options("clustering"))
 
     def clean_config(self) -> "CleanConfig":
         """The core clean settings of :meth:`service_options` ``("clean")``.

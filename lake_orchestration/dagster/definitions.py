@@ -16,6 +16,10 @@ Per table ``t`` (names from :class:`~lake_orchestration.dagster.translator.Dagst
   (run key = instant; FIFO/LIFO; a maximum per tick; a typed cursor of seen instants that fails loudly when
   unreadable);
   ``t__stale_inflight_sensor`` — requests the rollback of writes whose heartbeat expired (:mod:`.sensors`);
+* with ``clustering_options: {hoodie.clustering.async.enabled: true, ...}`` (off by default, as in Hudi):
+  ``hudi/t/clustering`` (one partition per clustering plan), ``t__clustering``, ``t__schedule_clustering`` (with a
+  schedule on ``clustering_cron``), ``t__sync_clustering_plans_sensor`` (running) and
+  ``t__pending_clustering_sensor`` (off), as compaction's (:mod:`.clustering`);
 * asset checks on ``hudi/t``: oldest pending compaction age, log files per slice, active timeline length, small
   archive files — one ``multi_asset_check`` listing the table once (:mod:`.checks`).
 
@@ -41,6 +45,7 @@ import dagster as dg
 
 from lake_orchestration.dagster.assets import build_compaction_asset, build_table_asset
 from lake_orchestration.dagster.checks import build_table_checks
+from lake_orchestration.dagster.clustering import build_clustering_definitions
 from lake_orchestration.dagster.config import HudiConfigError, HudiTableConfig
 from lake_orchestration.dagster.jobs import (
     build_archive_job,
@@ -121,6 +126,11 @@ def build_hudi_definitions(
             build_pending_compaction_sensor(cfg, tr, compaction),
             build_stale_inflight_sensor(cfg, tr, rollback),
         ]
+        c_assets, c_jobs, c_schedules, c_sensors = build_clustering_definitions(cfg, tr)  # opt-in per table
+        assets += c_assets
+        jobs += c_jobs
+        schedules += c_schedules
+        sensors += c_sensors
         checks.append(build_table_checks(cfg, tr))
     return dg.Definitions(
         assets=assets,

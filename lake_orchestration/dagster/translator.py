@@ -6,16 +6,19 @@ hand the instance to :func:`~lake_orchestration.dagster.build_hudi_definitions` 
 the names the definitions have always had, for a table ``t``:
 
 ========================  =============================================================
-asset keys                ``hudi/t`` (the table), ``hudi/t/compaction`` (its plans)
+asset keys                ``hudi/t`` (the table), ``hudi/t/compaction`` (its plans), ``hudi/t/clustering``
+                          (its clustering plans; a table with ``hoodie.clustering.async.enabled``)
 group                     ``hudi``
 pool                      ``hudi_t`` (one per table: set its limit to 1 in the instance)
-partitions definition     ``t__compaction_instants``
-jobs                      ``t__compaction``, ``t__schedule_compaction``, ``t__clean``, ``t__archive``,
+partitions definitions    ``t__compaction_instants``, ``t__clustering_instants``
+jobs                      ``t__compaction``, ``t__schedule_compaction``, ``t__clustering``,
+                          ``t__schedule_clustering``, ``t__clean``, ``t__archive``,
                           ``t__rollback``, ``t__bootstrap`` (a table with ``bootstrap_options``)
 ops                       ``t__<step>_op`` (``t__compaction_execute_plan_op``, ``t__compaction_commit_op``,
                           ``t__clean_plan_op`` ...)
 schedules                 ``t__<job>_schedule``
 sensors                   ``t__sync_compaction_plans_sensor``, ``t__pending_compaction_sensor``,
+                          ``t__sync_clustering_plans_sensor``, ``t__pending_clustering_sensor``,
                           ``t__stale_inflight_sensor``
 ========================  =============================================================
 
@@ -33,7 +36,17 @@ import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
 
-HudiJob = Literal["compaction", "schedule_compaction", "clean", "archive", "rollback", "bootstrap", "ingest"]
+HudiJob = Literal[
+    "compaction",
+    "schedule_compaction",
+    "clustering",
+    "schedule_clustering",
+    "clean",
+    "archive",
+    "rollback",
+    "bootstrap",
+    "ingest",
+]
 """The jobs of a table (``bootstrap`` only for a table with a bootstrap source; ``ingest`` is the demo's)."""
 HudiStep = Literal[
     "schedule_compaction",
@@ -47,9 +60,19 @@ HudiStep = Literal[
     "rollback",
     "bootstrap",
     "compaction_execute",
+    "schedule_clustering",
+    "clustering_execute_plan",
+    "clustering_commit",
 ]
 """The ops of a table's services (``compaction_execute``: a Paimon table's plan + execute)."""
-HudiSensor = Literal["pending_compaction", "sync_compaction_plans", "stale_inflight", "new_snapshots"]
+HudiSensor = Literal[
+    "pending_compaction",
+    "sync_compaction_plans",
+    "pending_clustering",
+    "sync_clustering_plans",
+    "stale_inflight",
+    "new_snapshots",
+]
 """The sensors of a table (``new_snapshots``: a Paimon table's)."""
 
 
@@ -67,6 +90,14 @@ class DagsterHudiTranslator:
     def get_compaction_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
         """The compaction asset, one partition per plan (default ``hudi/<name>/compaction``)."""
         return dg.AssetKey([*self.get_asset_key(table).path, "compaction"])
+
+    def get_clustering_asset_key(self, table: HudiTableConfig) -> dg.AssetKey:
+        """The clustering asset, one partition per plan (default ``hudi/<name>/clustering``)."""
+        return dg.AssetKey([*self.get_asset_key(table).path, "clustering"])
+
+    def get_clustering_partitions_def_name(self, table: HudiTableConfig) -> str:
+        """The dynamic partitions definition of the clustering asset (default ``<name>__clustering_instants``)."""
+        return f"{table.name}__clustering_instants"
 
     def get_group_name(self, table: HudiTableConfig) -> str:
         """The asset group of both assets (default ``hudi``; ``paimon`` for a Paimon table)."""

@@ -1,0 +1,383 @@
+"""Clustering of a table (issue 29): ``hudi/<t>/clustering`` (one partition per clustering plan), its jobs, schedule
+and sensors, as compaction's (:mod:`.assets`, :mod:`.jobs`, :mod:`.sensors`). Only a table whose
+``clustering_options`` set ``hoodie.clustering.async.enabled: true`` gets them (Hudi's switch of the async clustering
+service; off by default, as in Hudi).
+
+* ``hudi/<t>/clustering`` — one dynamic partition per clustering instant (``<instant>.replacecommit.requested``
+  holding a clustering plan); materializing a partition runs the graph ``execute_plan`` -> ``commit``: the first op
+  claims the plan and writes the new file groups (sorted by ``hoodie.clustering.plan.strategy.sort.columns`` in the
+  ``hoodie.layout.optimize.strategy`` order), the second writes only ``<instant>.replacecommit``. A committed plan
+  makes both a no-op; a partition whose instant has no plan fails at once, without retries;
+* ``<t>__schedule_clustering`` — schedule-plan (Hudi's async trigger: ``hoodie.clustering.async.max.commits`` commits
+  since the last clustering) with a schedule (``clustering_cron``); a new plan is registered as a partition at once;
+* ``<t>__clustering`` — the asset job (a backfill's runs, the pending-clustering sensor's runs);
+* ``<t>__sync_clustering_plans_sensor`` (running by default) — keeps the partitions equal to the pending clustering
+  plans on the timeline (made by the CLI, Airflow, Java's ``run_clustering``), removes those neither pending nor
+  committed; launches nothing;
+* ``<t>__pending_clustering_sensor`` (off by default) — adds a partition per newly requested plan and requests its
+  run (run key = instant; ``compaction_seq`` order; at most ``max_plans_per_tick`` per tick; the cursor is a
+  :class:`~lake_orchestration.dagster.sensors.PendingCompactionCursor` of the instants requested).
+"""
+
+import json
+from typing import Any
+
+import dagster as dg
+
+from lake_orchestration.dagster.assets import health_observation, log_health
+from lake_orchestration.dagster.config import HudiTableConfig
+from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
+from lake_orchestration.dagster.progress import progress_in_run_log
+from lake_orchestration.dagster.resources import table_engine
+from lake_orchestration.dagster.sensors import PendingCompactionCursor
+from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
+from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.properties import TimelineTimezone
+from lake_orchestration.hudi.services.clustering import (
+    ClusteringResult,
+    PlanRun,
+    commit_clustering_plan,
+    execute_clustering_plan,
+    is_clustering_committed,
+    pending_clustering_plans,
+    schedule_clustering,
+    select_pending_plans,
+)
+from lake_orchestration.hudi.services.clustering.result import ClusteringExecution
+from lake_orchestration.hudi.table.health import instant_datetime
+
+
+def clustering_partitions(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator | None = None
+) -> dg.DynamicPartitionsDefinition:
+    """The dynamic partitions of ``hudi/<t>/clustering``: one per clustering instant."""
+    return dg.DynamicPartitionsDefinition(
+        name=(translator or DagsterHudiTranslator()).get_clustering_partitions_def_name(cfg)
+    )
+
+
+def clustering_execution_metadata(execution: ClusteringExecution | ClusteringResult) -> dict[str, dg.MetadataValue]:
+    """The ``execute_plan`` op's output metadata (and the totals of a committed plan): counts as ints."""
+    return {
+        "instant": dg.MetadataValue.text(str(execution.instant)),
+        "groups": dg.MetadataValue.int(execution.groups),
+        "file_groups_replaced": dg.MetadataValue.int(execution.file_groups_replaced),
+        "files_written": dg.MetadataValue.int(execution.files_written),
+        "rows_written": dg.MetadataValue.int(execution.rows_written),
+        "bytes_written": dg.MetadataValue.int(execution.bytes_written),
+        "seconds": dg.MetadataValue.float(round(execution.seconds, 3)),
+        "rolled_back_attempt": dg.MetadataValue.text(execution.rolled_back_attempt or ""),
+    }
+
+
+def clustering_metadata(
+    result: ClusteringResult, *, timezone: TimelineTimezone | None = None
+) -> dict[str, dg.MetadataValue]:
+    """The metadata of one committed plan: :func:`clustering_execution_metadata`, the replaced file ids per
+    partition (``partitionToReplaceFileIds``) and the instant as a timestamp (given the table's ``timezone``)."""
+    from lake_orchestration.hudi.services.clustering.result import replaced_file_ids
+
+    md = clustering_execution_metadata(result) | {
+        "partition_to_replace_file_ids": dg.MetadataValue.json(replaced_file_ids(result.plan))
+    }
+    if timezone is not None:
+        md["instant_time"] = dg.MetadataValue.timestamp(instant_datetime(InstantTime(str(result.instant)), timezone))
+    return md
+
+
+def _no_pending_plan_error(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator, instant: str, timeline: list[str]
+) -> PermanentHudiError:
+    sync = translator.get_sensor_name(cfg, "sync_clustering_plans")
+    return PermanentHudiError(
+        f"No pending clustering plan {instant} on {cfg.name}: it was rolled back, or never scheduled on this table, "
+        f"so there is nothing to run and a retry cannot help. {sync} removes this partition of "
+        f"{translator.get_clustering_asset_key(cfg).to_user_string()} on its next tick (or delete it: "
+        f"instance.delete_dynamic_partition({translator.get_clustering_partitions_def_name(cfg)!r}, {instant!r})).",
+        table=cfg.name,
+        table_uri=cfg.base_path,
+        instant=instant,
+        timeline=timeline,
+        error="NoPendingClusteringPlan",
+    )
+
+
+def clustering_execute_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, instant: str
+) -> PlanRun:
+    """Clustering's ``execute_plan`` step on plan ``instant``: claims the plan, writes the new file groups; a
+    committed plan is a no-op, a plan another process executes is skipped."""
+    from lake_orchestration.errors import InstantNotFoundError
+
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        try:
+            with progress_in_run_log(context, spark):
+                executed = execute_clustering_plan(
+                    table, instant, config=cfg.clustering_config(), engine=table_engine(cfg.engine, spark)
+                )
+        except InstantNotFoundError as err:
+            raise _no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
+    if executed.already_committed:
+        context.log.info(f"Clustering {instant} of {cfg.name} is already committed: nothing to do")
+    elif executed.skipped:
+        context.log.warning(f"Skipping clustering {instant} of {cfg.name}: {executed.skipped}")
+    else:
+        assert executed.execution is not None
+        context.add_output_metadata(clustering_execution_metadata(executed.execution))
+    return executed
+
+
+def clustering_commit_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, executed: PlanRun
+) -> dg.Output[None]:
+    """Clustering's ``commit`` step: writes only ``<instant>.replacecommit`` from the executed plan's write stats."""
+    instant = executed.instant
+    if executed.execution is None:  # the core's no-op: committed before, or another process's
+        md: dict[str, Any] = {"table": cfg.name, "instant": instant}
+        md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
+        return dg.Output(None, metadata=md)
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        result = commit_clustering_plan(table, executed, config=cfg.clustering_config()).result
+    assert result is not None
+    if result.already_committed:
+        context.log.info(f"Clustering {instant} of {cfg.name} was committed already: nothing written")
+    log_health(context, cfg, translator, table)
+    return dg.Output(
+        None,
+        metadata={"table": dg.MetadataValue.text(cfg.name)}
+        | clustering_metadata(result, timezone=table.config.timeline_timezone),
+    )
+
+
+def schedule_clustering_step(
+    context: dg.OpExecutionContext,
+    cfg: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    *,
+    partitions_def: str,
+    partition_key: Any,
+    asset: str,
+) -> None:
+    """Schedule a clustering plan on ``cfg`` (Hudi's trigger decides); a new plan ``i`` is registered at once as
+    the partition ``partition_key(i)`` of ``partitions_def`` (of ``asset``), then the table's health is observed."""
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        r = schedule_clustering(table, config=cfg.clustering_config())
+    context.log.info(f"{cfg.name}: {r.reason}" + (f" ({r.instant})" if r.instant else ""))
+    key = partition_key(str(r.instant)) if r.instant is not None else ""
+    if r.instant is not None:
+        context.instance.add_dynamic_partitions(partitions_def, [key])  # after the plan file exists
+        context.log.info(f"{cfg.name}: plan {r.instant} is the partition {key} of {asset}: backfill it to run it")
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "scheduled": r.scheduled,
+            "instant": str(r.instant or ""),
+            "reason": r.reason,
+            "groups": dg.MetadataValue.int(r.groups),
+            "file_groups": dg.MetadataValue.int(r.file_groups),
+            "partition": f"{asset}[{key}]" if key else "",
+        }
+    )
+    log_health(context, cfg, translator, table)
+
+
+def build_clustering_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
+    """``hudi/<t>/clustering``: materializing partition ``<instant>`` runs ``execute_plan`` -> ``commit``."""
+
+    @table_op(
+        cfg,
+        translator,
+        "clustering_execute_plan",
+        "clustering",
+        spark=True,
+        ins={"table": dg.In(dg.Nothing)},
+        description=f"Execute-plan: write the new file groups of a clustering plan of {cfg.name}",
+    )
+    def execute_plan_op(context: dg.OpExecutionContext) -> PlanRun:
+        return clustering_execute_step(context, cfg, translator, context.partition_key)
+
+    @table_op(
+        cfg,
+        translator,
+        "clustering_commit",
+        "clustering",
+        description=f"Commit: write <instant>.replacecommit of an executed clustering plan of {cfg.name}",
+    )
+    def commit_op(context: dg.OpExecutionContext, executed: PlanRun) -> dg.Output[None]:
+        return clustering_commit_step(context, cfg, translator, executed)
+
+    @dg.graph_asset(
+        key=translator.get_clustering_asset_key(cfg),
+        group_name=translator.get_group_name(cfg),
+        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
+        partitions_def=clustering_partitions(cfg, translator),
+        ins={"table": dg.AssetIn(key=translator.get_asset_key(cfg), dagster_type=dg.Nothing)},
+        description=f"Clustering plans of {cfg.name}: one partition per clustering instant (replacecommit)",
+    )
+    def _asset(table: None) -> Any:
+        return commit_op(execute_plan_op(table))
+
+    return _asset
+
+
+def build_clustering_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> Any:
+    """``<t>__clustering``: the asset job of ``hudi/<t>/clustering`` (one run per partition, i.e. per plan)."""
+    key = translator.get_clustering_asset_key(cfg)
+    return dg.define_asset_job(
+        translator.get_job_name(cfg, "clustering"),
+        selection=dg.AssetSelection.assets(key),
+        executor_def=service_executor(cfg),
+        description=(
+            f"Run one clustering plan of {cfg.name}: materializes a partition (a plan instant) of "
+            f"{key.to_user_string()}, execute-plan then commit"
+        ),
+    )
+
+
+def build_schedule_clustering_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
+    """``<t>__schedule_clustering``: schedule-plan; a new plan is registered at once as a partition."""
+    parts = clustering_partitions(cfg, translator)
+    asset = translator.get_clustering_asset_key(cfg).to_user_string()
+
+    @table_op(
+        cfg,
+        translator,
+        "schedule_clustering",
+        "clustering",
+        description=f"Schedule a clustering plan of {cfg.name} if Hudi's trigger fires; register it as a partition",
+    )
+    def schedule_op(context: dg.OpExecutionContext) -> None:
+        schedule_clustering_step(context, cfg, translator, partitions_def=parts.name, partition_key=str, asset=asset)
+
+    @dg.job(
+        name=translator.get_job_name(cfg, "schedule_clustering"),
+        executor_def=LIGHT_EXECUTOR,
+        description=(
+            f"Schedule a clustering plan of {cfg.name} (hoodie.clustering.async.max.commits decides) and register it "
+            f"as a partition of {asset}"
+        ),
+    )
+    def job() -> None:
+        schedule_op()
+
+    return job
+
+
+def build_clustering_schedule(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator, job: dg.JobDefinition
+) -> dg.ScheduleDefinition:
+    """``<t>__schedule_clustering_schedule``: runs the schedule-clustering job on ``clustering_cron``."""
+    return dg.ScheduleDefinition(
+        name=translator.get_schedule_name(cfg, "schedule_clustering"),
+        job=job,
+        cron_schedule=cfg.clustering_cron,
+        description=f"Runs {job.name} ({cfg.clustering_cron}): a new clustering plan becomes a partition",
+    )
+
+
+def build_pending_clustering_sensor(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator, job: Any
+) -> dg.SensorDefinition:
+    """``<t>__pending_clustering_sensor``: a partition and a run per newly requested clustering plan."""
+    parts = clustering_partitions(cfg, translator)
+    name = translator.get_sensor_name(cfg, "pending_clustering")
+
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=30,
+        description=(
+            f"Runs every new pending clustering plan of {cfg.name} at once ({cfg.compaction_seq}, at most "
+            f"{cfg.max_plans_per_tick} per tick): adds its partition of "
+            f"{translator.get_clustering_asset_key(cfg).to_user_string()} and requests a run keyed by the instant. "
+            "Off by default: turn it on for automatic clustering, or backfill the partitions from the UI."
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        cursor = PendingCompactionCursor.from_json(context.cursor, table=cfg.name, sensor=name)
+        with hudi_step(cfg) as step:
+            table = step.open_table()
+            batch = select_pending_plans(
+                table, seq=cfg.compaction_seq, max_plans=cfg.max_plans_per_tick, exclude={str(t) for t in cursor.seen}
+            )
+            observed = [health_observation(cfg, translator, table, source=name)] if batch else []
+        if not batch:
+            return dg.SensorResult(skip_reason=f"no new pending clustering plan on {cfg.name}")
+        known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()
+        return dg.SensorResult(
+            run_requests=[dg.RunRequest(run_key=t, partition_key=t, tags={"hudi/instant": t}) for t in batch],
+            dynamic_partitions_requests=[parts.build_add_request([t for t in batch if t not in known])],
+            cursor=cursor.with_requested(batch).to_json(),
+            asset_events=observed,
+        )
+
+    return _sensor
+
+
+def build_sync_clustering_plans_sensor(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.SensorDefinition:
+    """``<t>__sync_clustering_plans_sensor``: the partitions of ``hudi/<t>/clustering`` follow the timeline's
+    clustering plans (added when pending, removed when neither pending nor committed); launches nothing. The
+    registered partitions are read before the timeline is listed (a plan the schedule job writes, then registers,
+    in between is never removed)."""
+    parts = clustering_partitions(cfg, translator)
+    name = translator.get_sensor_name(cfg, "sync_clustering_plans")
+    asset = translator.get_clustering_asset_key(cfg).to_user_string()
+
+    @dg.sensor(
+        name=name,
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Keeps the partitions of {asset} equal to the clustering plans on {cfg.name}'s timeline, whoever made "
+            "them (CLI, Airflow, Java, the schedule job): adds pending plans, removes rolled-back ones. Launches "
+            f"nothing: run the plans with Materialize -> Missing on {asset} or the pending-clustering sensor."
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        try:
+            last = set(json.loads(context.cursor)) if context.cursor else None
+        except ValueError:
+            last = None  # only decides whether to observe the health
+        known = set(context.instance.get_dynamic_partitions(parts.name))  # before the listing (see above)
+        with hudi_step(cfg) as step:
+            table = step.open_table()
+            pending = [str(i.time) for i in pending_clustering_plans(table.refresh())]
+            gone = sorted(k for k in known if k not in pending and not is_clustering_committed(table, k))
+            add = [t for t in pending if t not in known]
+            changed = last is None or last != set(pending)
+            observed = [health_observation(cfg, translator, table, source=name)] if changed else []
+        requests: list[Any] = []
+        if add:
+            requests.append(parts.build_add_request(add))
+        if gone:
+            requests.append(parts.build_delete_request(gone))
+        if not requests and not observed:
+            return dg.SensorResult(
+                skip_reason=f"{len(pending)} pending clustering plan(s) on {cfg.name}, all registered"
+            )
+        return dg.SensorResult(
+            dynamic_partitions_requests=requests, asset_events=observed, cursor=json.dumps(sorted(pending))
+        )
+
+    return _sensor
+
+
+def build_clustering_definitions(
+    cfg: HudiTableConfig, translator: DagsterHudiTranslator
+) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The clustering asset, jobs, schedule and sensors of ``cfg`` (all empty unless ``clustering_enabled``):
+    ``(assets, jobs, schedules, sensors)``."""
+    if not cfg.clustering_enabled:
+        return [], [], [], []
+    job = build_clustering_job(cfg, translator)
+    schedule_job = build_schedule_clustering_job(cfg, translator)
+    return (
+        [build_clustering_asset(cfg, translator)],
+        [job, schedule_job],
+        [build_clustering_schedule(cfg, translator, schedule_job)],
+        [build_sync_clustering_plans_sensor(cfg, translator), build_pending_clustering_sensor(cfg, translator, job)],
+    )
