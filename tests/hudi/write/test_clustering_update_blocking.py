@@ -39,11 +39,11 @@ def _rows(ids: list[int], part: str, ts: int) -> pa.Table:
     )
 
 
-def _options(**extra: str) -> WriteOptions:
+def _options(table_type: str = "COPY_ON_WRITE", **extra: str) -> WriteOptions:
     return WriteOptions.from_hudi_options(
         {
             "hoodie.table.name": "t",
-            "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+            "hoodie.datasource.write.table.type": table_type,
             "hoodie.datasource.write.partitionpath.field": "p",
             **KEYS,
             **extra,
@@ -92,6 +92,23 @@ def clustered(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, set[t
     write_table(path, data, operation="bulk_insert", options=_options())
     instant, groups = _schedule_clustering(path, "a")
     return path, instant, groups
+
+
+def test_mor_update_into_clustering_file_group_refused(tmp_path: Path) -> None:
+    """MERGE_ON_READ: an update would append a log block to the file group; refused the same way (Java's delta
+    commit executors share BaseSparkCommitActionExecutor#clusteringHandleUpdate)."""
+    path = str(tmp_path / "t")
+    write_table(path, _rows(list(range(15)), "a", 1), operation="bulk_insert", options=_options("MERGE_ON_READ"))
+    write_table(path, _rows([1, 2], "a", 2), operation="upsert", options=_options("MERGE_ON_READ"))  # log files
+    instant, groups = _schedule_clustering(path, "a")
+    before = _timeline_and_files(path)
+    logs = {p.name: p.stat().st_size for p in Path(path).rglob("*.log.*")}
+    assert logs
+    with pytest.raises(ClusteringUpdateError) as err:
+        write_table(path, _rows([3], "a", 3), operation="upsert", options=_options("MERGE_ON_READ"))
+    assert err.value.instants == [instant] and set(err.value.file_groups) <= groups
+    assert _timeline_and_files(path) == before
+    assert {p.name: p.stat().st_size for p in Path(path).rglob("*.log.*")} == logs  # no log block appended
 
 
 def _copy(src: str, dst: Path) -> str:
