@@ -15,7 +15,10 @@ What Java does (``org.apache.hudi.sort.SpaceCurveSortingHelper#orderDataFrameByM
   position on a 63-bit Hilbert curve of that many dimensions (davidmoten ``HilbertCurve.bits(63)``, Skilling's
   transposition) becomes bytes with ``HilbertCurveUtils.indexBytes(curve, longs, 63)`` (``BigInteger.toByteArray``
   cut or padded in front to 63 bytes) and the rows are sorted by those bytes.
-- one sort column: no curve (``repartitionByRange`` on the column): the column's order, as ``linear``.
+- one sort column: no curve. Java range-partitions the rows by the column (``repartitionByRange`` into the plan's
+  output groups) and does not sort inside an output group, whose order is then whatever Spark's shuffle fetched
+  first (not reproducible when the group reads several file slices). The column's order (as ``linear``) is one of
+  the orders that partitioning allows, and the one returned here.
 - ``linear``: the rows sorted by the columns in turn (Spark's ascending sort: nulls first).
 
 The columns enter the curve in the order of a ``java.util.HashMap`` keyed by each column's position in the frame's
