@@ -10,6 +10,8 @@ and returns its typed result's ``to_json_obj()`` — the same JSON ``lake-orch .
   of ``HudiExecuteCompactionOperator.partial(...).expand(instant=...)``, one mapped task per plan.
 * :class:`HudiExecuteCompactionOperator` — execute and commit one plan (engine ``local`` or ``spark``); a committed
   plan is a no-op (``already_committed``), a plan another process is executing skips the task.
+* :class:`HudiScheduleClusteringOperator`, :class:`HudiListPendingClusteringOperator`,
+  :class:`HudiExecuteClusteringOperator` — the same three steps for clustering (``<instant>.replacecommit``).
 * :class:`HudiCleanOperator` — finish pending cleans, plan, execute and commit a new one, remove stale temp files.
 * :class:`HudiArchiveOperator` — archive, then merge small archive files (``merge=False``: archive only).
 * :class:`HudiRollbackOperator` — roll back one pending write, or every stale one.
@@ -233,6 +235,72 @@ class HudiExecuteCompactionOperator(HudiEngineOperator):
         else:
             assert run.result is not None
             self.log.info("Compaction %s of %s: %s", instant, location.base_path, run.result.to_json_obj())
+        return run.to_json_obj()
+
+
+class HudiScheduleClusteringOperator(HudiTableOperator):
+    """Schedule a clustering plan (``<instant>.replacecommit.requested``, Hudi's size-based plan strategy and
+    ``hoodie.clustering.*`` options) if Hudi's trigger says so (with neither ``hoodie.clustering.inline`` nor
+    ``hoodie.clustering.async.enabled`` set: whenever a file slice is eligible, as ``HoodieClusteringJob``'s schedule).
+
+    Returns the plan's instant (None when nothing was scheduled); the full result (``scheduled``, ``instant``,
+    ``reason``, groups) is pushed under the XCom key ``schedule``."""
+
+    def execute(self, context: Context) -> str | None:
+        from lake_orchestration.hudi.services.clustering import ClusteringConfig, schedule_clustering
+
+        location = self.location()
+        config = ClusteringConfig.from_options(self.service_options(location))
+        result = schedule_clustering(location.open_table(), config=config)
+        self.log.info("%s: %s%s", location.base_path, result.reason, f" ({result.instant})" if result.instant else "")
+        context["ti"].xcom_push(key="schedule", value=result.to_json_obj())
+        return str(result.instant) if result.instant else None
+
+
+class HudiListPendingClusteringOperator(HudiListPendingCompactionsOperator):
+    """The pending clustering plans to execute next, as a list of instants (the input of
+    ``HudiExecuteClusteringOperator.partial(...).expand(instant=...)``).
+
+    Args:
+        seq: ``FIFO`` (oldest first) or ``LIFO``.
+        max_plans: at most this many (None: all).
+    """
+
+    def execute(self, context: Context) -> list[str]:
+        from lake_orchestration.hudi.services.clustering import select_pending_plans
+
+        location = self.location()
+        max_plans = None if self.max_plans in (None, "", "None") else int(self.max_plans)
+        plans = select_pending_plans(location.open_table(), seq=str(self.seq), max_plans=max_plans)
+        self.log.info("%s: %d pending clustering plan(s) to run: %s", location.base_path, len(plans), plans)
+        return plans
+
+
+class HudiExecuteClusteringOperator(HudiExecuteCompactionOperator):
+    """Execute and commit the clustering plan ``instant`` (templated; mapped with ``.expand(instant=...)``): the new
+    file groups sorted per ``hoodie.clustering.plan.strategy.sort.columns`` and ``hoodie.layout.optimize.strategy``,
+    then ``<instant>.replacecommit``.
+
+    A crashed inflight attempt is rolled back first; a committed plan is a no-op (``already_committed``); a plan
+    another process is executing (fresh heartbeat) skips the task. Returns the ``ClusteringResult`` JSON (instant,
+    groups, file groups replaced, files/rows/bytes written, seconds, rolled-back attempt) plus
+    ``already_committed``. ``map_index_template`` as :class:`HudiExecuteCompactionOperator`'s.
+    """
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from lake_orchestration.hudi.services.clustering import ClusteringConfig, run_clustering_plan
+
+        instant = str(self.instant)
+        location = self.location()
+        config = ClusteringConfig.from_options(self.service_options(location))
+        run = run_clustering_plan(location.open_table(), instant, config=config, make_engine=self.make_engine)
+        if run.skipped:
+            raise AirflowSkipException(f"clustering {instant} of {location.base_path}: {run.skipped}")
+        if run.already_committed:
+            self.log.info("Clustering %s of %s is already committed: nothing to do", instant, location.base_path)
+        else:
+            assert run.result is not None
+            self.log.info("Clustering %s of %s: %s", instant, location.base_path, run.result.to_json_obj())
         return run.to_json_obj()
 
 

@@ -144,6 +144,7 @@ def test_example_dags_import_without_errors(airflow: AirflowRunner) -> None:
     assert {d["dag_id"] for d in _json_out(listed.stdout)} == {
         "hudi_archive",
         "hudi_clean",
+        "hudi_clustering",
         "hudi_compaction",
         "hudi_compaction_on_commit",
         "hudi_compaction_on_new_plans",
@@ -185,6 +186,40 @@ def test_compaction_dag_schedules_then_mapped_execute_commits_both_plans(
     _ok(again)
     assert again.result("schedule") is None and again.result("list_pending") == []
     assert ("execute", 0) not in again.tasks
+
+
+def test_clustering_dag_schedules_then_mapped_execute_commits_the_replacecommit(
+    airflow: AirflowRunner, tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t"
+    for seed in (1, 2, 3):  # three bulk inserts: three small file groups per city
+        write_table(
+            str(path),
+            generate_trips(120, partitions=2, seed=seed),
+            operation="bulk_insert",
+            options=_opts(TableType.COPY_ON_WRITE),
+        )
+    before = hudi_rs_snapshot(path)
+
+    run = airflow.dags_test("hudi_clustering", path, {"hoodie.clustering.plan.strategy.sort.columns": "fare"})
+
+    _ok(run)
+    plan = run.result("schedule")
+    assert plan and run.result("schedule", key="schedule")["scheduled"] is True
+    assert run.result("list_pending") == [plan]
+    (executed,) = run.mapped_results("execute")
+    assert executed["instant"] == plan and not executed["already_committed"]
+    assert executed["file_groups_replaced"] == 6 and executed["rows_written"] == 360
+    assert run.map_labels[("execute", 0)] == plan
+    assert f"{plan}.replacecommit" in _hoodie_files(path)
+    new_files = list(path.rglob(f"*_{plan}.parquet"))
+    assert new_files
+    for f in new_files:  # each new base file sorted by the sort column (read with pyarrow)
+        fares = pq.read_table(f, columns=["fare"]).column("fare").to_pylist()
+        assert fares == sorted(fares), f
+    assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
 
 
 def test_deferrable_sensor_fires_when_a_plan_appears_and_its_plan_is_committed(
