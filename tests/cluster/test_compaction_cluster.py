@@ -35,8 +35,9 @@ from tests.cluster.conftest import (
     copy_table,
     run_client,
 )
+from tests.hudi.services.test_compaction import _assert_compacted
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.tables import generated_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -72,7 +73,7 @@ def cluster_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     """Schedule, copy, compact on the deployment (then stop it), compact the copy in-process."""
     mode = request.param
     root = tmp_path_factory.mktemp(mode)
-    path = _generated(root / "data")
+    path = generated_table(root / "data")
     before = hudi_rs_snapshot(path)
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     assert sched.scheduled, sched.reason

@@ -16,6 +16,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.write import write_table
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.tables import fake_metadata_table
 from tests.trips import trips_options
 
 pytestmark = pytest.mark.dagster
@@ -155,10 +156,8 @@ def _check_results(result: dg.ExecuteInProcessResult, check: dg.AssetCheckKey) -
 def test_metadata_enable_false_under_any_service_applies_to_compaction(tmp_path: Path) -> None:
     """One write config, as Hudi has: a table with a metadata table is refused by the schedule-compaction job until
     ``hoodie.metadata.enable: false`` is set, and it counts wherever it is set (here under ``clean_options``)."""
-    from tests.hudi.services.test_clean import _fake_metadata_table
-
     path = _history(tmp_path, rounds=5)  # the last upsert is not compacted
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     before = hudi_rs_snapshot(path)
     defs, _ = _defs(path, compaction_options={"hoodie.compact.inline.max.delta.commits": 1})
     res = defs.resolve_job_def("t__schedule_compaction").execute_in_process(raise_on_error=False)

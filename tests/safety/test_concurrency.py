@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 
 from lake_orchestration.datagen import generate_updates
 from lake_orchestration.hudi.model.avro import CompactionPlan
@@ -25,9 +24,8 @@ from lake_orchestration.hudi.services.archive import run_archive
 from lake_orchestration.hudi.services.archive.config import ArchiveConfig
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
-from lake_orchestration.hudi.write import WriteOptions
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.trips import trips_options, write_trips_history
+from tests.tables import trips_table
 
 REPO = Path(__file__).resolve().parents[2]
 # Waiting for the other process is the point here: allow for a loaded 2-core machine.
@@ -49,16 +47,6 @@ _IMPORTS = """
 import lake_orchestration.hudi.services.archive, lake_orchestration.hudi.services.clean
 import lake_orchestration.hudi.services.compaction, lake_orchestration.hudi.write
 """
-
-
-def _opts(table_type: TableType) -> WriteOptions:
-    return trips_options(table_type=table_type)
-
-
-def _table(tmp_path: Path, commits: int, table_type: TableType) -> tuple[Path, pa.Table]:
-    path = tmp_path / "t"
-    base = write_trips_history(path, _opts(table_type), rows=40, upserts=commits - 1, fraction=0.1)
-    return path, base
 
 
 def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
@@ -113,7 +101,7 @@ print(json.dumps({"archived": [i.file_name for i in r.archived_instants], "merge
 
 
 def test_two_archive_runs_with_merge_at_once_lose_and_duplicate_nothing(tmp_path: Path) -> None:
-    path, _ = _table(tmp_path, 25, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 25, TableType.COPY_ON_WRITE)
     # two earlier runs leave two small archive files
     for lo in (21, 17):
         run_archive(
@@ -159,7 +147,7 @@ print(json.dumps({"instant": str(r.instant) if r.instant else None, "reason": r.
 
 
 def test_compaction_schedulers_racing_schedule_exactly_one_plan_per_file_group(tmp_path: Path) -> None:
-    path, _ = _table(tmp_path, 3, TableType.MERGE_ON_READ)
+    path, _ = trips_table(tmp_path, 3, TableType.MERGE_ON_READ)
 
     results = _race(tmp_path, _SCHEDULE, [{"path": str(path), "options": LOCK_OPTS}] * 4)
 
@@ -189,7 +177,7 @@ for i in range(args["rounds"]):
 
 
 def test_table_lock_processes_racing_hold_it_one_at_a_time(tmp_path: Path) -> None:
-    path, _ = _table(tmp_path, 1, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 1, TableType.COPY_ON_WRITE)
     log = tmp_path / "sections.log"
     args = {"path": str(path), "options": LOCK_OPTS, "log": str(log), "rounds": 5}
 
@@ -256,7 +244,7 @@ print(json.dumps({"cleans": cleans}))
 def test_clean_racing_a_writer_keeps_every_row(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    path, base = _table(tmp_path, 2, TableType.COPY_ON_WRITE)
+    path, base = trips_table(tmp_path, 2, TableType.COPY_ON_WRITE)
     expected = base.to_pandas().set_index("uuid")
     first = generate_updates(base, fraction=0.1, seed=0, ts_offset=10**6)
     expected.update(first.to_pandas().set_index("uuid"))
@@ -324,7 +312,7 @@ def test_compaction_scheduled_while_a_writer_writes_keeps_every_row(tmp_path: Pa
     slice of the file groups under compaction, or the compaction hides them."""
     import pyarrow.parquet as pq
 
-    path, base = _table(tmp_path, 2, TableType.MERGE_ON_READ)
+    path, base = trips_table(tmp_path, 2, TableType.MERGE_ON_READ)
     expected = base.to_pandas().set_index("uuid")
     expected.update(generate_updates(base, fraction=0.1, seed=0, ts_offset=10**6).to_pandas().set_index("uuid"))
     batches = []

@@ -30,7 +30,7 @@ from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.hudi.services.test_compaction import _generated
+from tests.tables import generated_table
 
 _TIMEOUT_S = 180  # generous: a loaded 2-core machine
 
@@ -84,7 +84,7 @@ def _files_with_blocks_of(path: Path, instant: str) -> set[str]:
 def _table_with_long_deletes(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, int]]]:
     """A MOR table (upserts and deletes) plus one completed deltacommit whose delete block carries each delete's
     ordering value as a ``LongWrapper(ts)`` (as a Java writer with event-time ordering writes it)."""
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     t = HudiTable(str(path))
     snap = read_snapshot_table(t)
     fs = next(s for s in t.fs_view().latest_file_slices() if s.log_files)
@@ -132,7 +132,7 @@ def _assert_reads(path: Path, before: pa.Table) -> None:
 
 
 def test_rerun_after_crash_rolls_the_attempt_back_once_its_heartbeat_expired(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = _schedule(path)
     proc = _child(path, instant, "kill", 60_000)
@@ -164,7 +164,7 @@ def test_rerun_after_crash_rolls_the_attempt_back_once_its_heartbeat_expired(tmp
 
 
 def test_crashed_attempt_with_a_fresh_heartbeat_is_refused_until_it_expires(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = _schedule(path)
     assert _child(path, instant, "kill", 60_000).wait(timeout=_TIMEOUT_S) == -signal.SIGKILL
@@ -184,7 +184,7 @@ def test_crashed_attempt_with_a_fresh_heartbeat_is_refused_until_it_expires(tmp_
 
 
 def test_live_attempt_is_not_rolled_back(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = _schedule(path)
     proc = _child(path, instant, "block", 5_000)  # a heartbeat every 5 s: fresh for 10 s even on a loaded machine
@@ -225,7 +225,7 @@ def test_live_attempt_is_not_rolled_back(tmp_path: Path) -> None:
 
 
 def test_plan_carries_javas_log_compaction_strategy(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     instant = _schedule(path)
     with open(path / ".hoodie" / f"{instant}.logcompaction.requested", "rb") as f:
         reader = fastavro.reader(f)

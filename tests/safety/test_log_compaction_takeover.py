@@ -27,7 +27,7 @@ from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.hudi.services.test_compaction import _generated
+from tests.tables import generated_table
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
 
@@ -70,7 +70,7 @@ def _files_with_blocks_of(path: Path, instant: str) -> set[str]:
 
 
 def test_paused_log_compaction_taken_over_writes_no_more_log_files(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     sched = schedule_log_compaction(HudiTable(str(path)), config=CompactionConfig(log_compaction_blocks_threshold=2))
     assert sched.scheduled, sched.reason

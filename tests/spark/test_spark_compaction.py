@@ -10,14 +10,15 @@ import pytest
 from lake_orchestration.engines.spark import SparkEngine
 from lake_orchestration.hudi.services.compaction import run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
+from tests.hudi.services.test_compaction import _assert_compacted
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
-from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.tables import generated_table
 
 pytestmark = pytest.mark.spark
 
 
 def test_spark_compaction_equals_local_compaction(spark, tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     twin = tmp_path / "twin"

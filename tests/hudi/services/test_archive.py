@@ -30,26 +30,17 @@ from lake_orchestration.hudi.table.archived_timeline import (
     decode_archive_block_records,
     encode_archive_block,
 )
-from lake_orchestration.hudi.write import WriteOptions, write_table
+from lake_orchestration.hudi.write import write_table
 from tests.conftest import HudiFixture
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.trips import trips_options, write_trips_history
+from tests.tables import trips_table
+from tests.trips import trips_options
 
 SMALL = {"hoodie.keep.min.commits": "11", "hoodie.keep.max.commits": "12"}
 
 
 class _Crash(Exception):
     pass
-
-
-def _opts(table_type: TableType) -> WriteOptions:
-    return trips_options(table_type=table_type)
-
-
-def _table(tmp_path: Path, commits: int, table_type: TableType = TableType.MERGE_ON_READ) -> Path:
-    path = tmp_path / "t"
-    write_trips_history(path, _opts(table_type), rows=40, upserts=commits - 1, fraction=0.1)
-    return path
 
 
 def _hoodie_names(path: Path) -> set[str]:
@@ -75,7 +66,7 @@ def _plus_ms(ts: str, ms: int) -> str:
 
 
 def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(tmp_path: Path) -> None:
-    path = _table(tmp_path, 35)
+    path, _ = trips_table(tmp_path, 35)
     times = _completed_commit_times(path)
     originals = {t: json.loads((path / ".hoodie" / f"{t}.deltacommit").read_text()) for t in times}
     expected_files = _state_files(path, times[:15])  # 35 > max 30: archive 35 - min 20 = 15 oldest
@@ -119,7 +110,7 @@ def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(t
         str(path),
         generate_updates(base, fraction=0.2, seed=99, ts_offset=10**9),
         operation="upsert",
-        options=_opts(TableType.MERGE_ON_READ),
+        options=trips_options(),
     )
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), hudi_rs_snapshot(path))
     # a second run has nothing to do
@@ -128,7 +119,7 @@ def test_archive_mor_defaults_archives_oldest_keeps_min_and_snapshot_unchanged(t
 
 
 def test_archive_file_block_layout_is_hudi_archive_format(tmp_path: Path) -> None:
-    path = _table(tmp_path, 16, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 16, TableType.COPY_ON_WRITE)
     run_archive(HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.commits.archival.batch": "4"}))
     data = (path / ".hoodie" / "archived" / ".commits_.archive.1_1-0-1").read_bytes()
     blocks = list(iter_blocks(data))
@@ -145,7 +136,7 @@ def test_archive_file_block_layout_is_hudi_archive_format(tmp_path: Path) -> Non
 
 
 def test_archive_keep_min_not_above_cleaner_retained_raises(tmp_path: Path) -> None:
-    path = _table(tmp_path, 2)
+    path, _ = trips_table(tmp_path, 2)
     with pytest.raises(PlanError, match=r"hoodie.keep.min.commits=10 to be greater than hoodie.cleaner.commits"):
         run_archive(
             HudiTable(str(path)),
@@ -161,7 +152,7 @@ def test_archive_keep_min_not_above_cleaner_retained_raises(tmp_path: Path) -> N
 
 
 def test_archive_pending_instant_keeps_commits_from_the_last_completed_before_it(tmp_path: Path) -> None:
-    path = _table(tmp_path, 20, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 20, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     pending = _plus_ms(times[7], 1)
     assert pending < times[8]
@@ -182,7 +173,7 @@ def test_archive_pending_instant_keeps_commits_from_the_last_completed_before_it
 
 @pytest.mark.parametrize("beyond", [False, True])
 def test_archive_savepoint_stops_archival_unless_beyond_savepoint(tmp_path: Path, beyond: bool) -> None:
-    path = _table(tmp_path, 20, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 20, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     sp = SavepointMetadata(savepointed_by="test", savepointed_at=0, comments="", partition_metadata={})
     (path / ".hoodie" / f"{times[4]}.savepoint.inflight").write_bytes(b"")
@@ -195,7 +186,7 @@ def test_archive_savepoint_stops_archival_unless_beyond_savepoint(tmp_path: Path
 
 
 def test_archive_mor_keeps_deltacommits_a_compaction_trigger_needs(tmp_path: Path) -> None:
-    path = _table(tmp_path, 35)
+    path, _ = trips_table(tmp_path, 35)
     times = _completed_commit_times(path)
     result = run_archive(
         HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.compact.inline.max.delta.commits": "20"})
@@ -210,12 +201,12 @@ def test_archive_mor_keeps_deltacommits_a_compaction_trigger_needs(tmp_path: Pat
 
 
 def test_archive_compaction_groups_plan_and_commit_with_metadata(tmp_path: Path) -> None:
-    path = _table(tmp_path, 12)
+    path, _ = trips_table(tmp_path, 12)
     t = HudiTable(str(path))
     sched = schedule_compaction(t, force=True)
     run_compaction(t)
     c = str(sched.instant)
-    opts = _opts(TableType.MERGE_ON_READ)
+    opts = trips_options()
     base = generate_trips(40, partitions=2, seed=1)
     for i in range(12):
         write_table(
@@ -261,7 +252,7 @@ def _add_clean(path: Path, ts: str) -> None:
 
 
 def test_archive_cleans_archived_by_their_own_count(tmp_path: Path) -> None:
-    path = _table(tmp_path, 3, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 3, TableType.COPY_ON_WRITE)
     last = _completed_commit_times(path)[-1]
     cleans = [_plus_ms(last, 10 * (k + 1)) for k in range(13)]
     for ts in cleans:
@@ -281,7 +272,7 @@ def test_archive_cleans_archived_by_their_own_count(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stage", ["archive_written", "after_first_instant_deleted", "after_pending_deleted"])
 def test_archive_crash_next_run_converges_without_loss_or_duplicates(tmp_path: Path, stage: str) -> None:
-    path = _table(tmp_path, 20, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 20, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     expected = _state_files(path, times[:9])
     before = hudi_rs_snapshot(path)
@@ -324,7 +315,7 @@ def _archive_files(path: Path) -> list[str]:
 
 
 def test_archive_merge_small_files_end_as_one_with_every_instant_readable(tmp_path: Path) -> None:
-    path = _table(tmp_path, 35, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 35, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     r1, r2, r3 = _merge_runs(path)
     assert [len(r.archived_instants) for r in (r1, r2, r3)] == [4, 4, 4]
@@ -343,7 +334,7 @@ def test_archive_merge_small_files_end_as_one_with_every_instant_readable(tmp_pa
 
 
 def test_archive_step_then_merge_step_end_as_run_archive_does(tmp_path: Path) -> None:
-    path = _table(tmp_path, 35, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 35, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     before = hudi_rs_snapshot(path)
     for lo in (31, 27, 23):
@@ -372,7 +363,7 @@ def test_archive_step_then_merge_step_end_as_run_archive_does(tmp_path: Path) ->
 
 @pytest.mark.parametrize("stage", ["merge_plan_written", "merged_file_written", "first_candidate_deleted"])
 def test_archive_merge_crash_next_run_completes_or_undoes(tmp_path: Path, stage: str) -> None:
-    path = _table(tmp_path, 35, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 35, TableType.COPY_ON_WRITE)
     times = _completed_commit_times(path)
     before = hudi_rs_snapshot(path)
 
@@ -400,7 +391,7 @@ def test_archive_merge_crash_next_run_completes_or_undoes(tmp_path: Path, stage:
 
 
 def test_archive_unreadable_merge_plan_is_discarded(tmp_path: Path) -> None:
-    path = _table(tmp_path, 3, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 3, TableType.COPY_ON_WRITE)
     (path / ".hoodie" / "archived" / MERGE_ARCHIVE_PLAN_NAME).write_bytes(b"Obj\x01trunc")
     result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options({"hoodie.archive.merge.enable": "true"}))
     assert result.merge.recovered == "discarded"
@@ -408,7 +399,7 @@ def test_archive_unreadable_merge_plan_is_discarded(tmp_path: Path) -> None:
 
 
 def test_archive_dry_run_writes_and_deletes_nothing(tmp_path: Path) -> None:
-    path = _table(tmp_path, 14, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 14, TableType.COPY_ON_WRITE)
     names = _hoodie_names(path)
     result = run_archive(HudiTable(str(path)), ArchiveConfig.from_options(SMALL), dry_run=True)
     assert result.dry_run and len(result.archived_instants) == 3 and result.archive_file is None
@@ -438,7 +429,7 @@ def _content(records: list) -> bytes:  # type: ignore[type-arg]
 
 
 def test_archive_cli_dry_run_then_archive_then_show_archived(tmp_path: Path) -> None:
-    path = _table(tmp_path, 14, TableType.COPY_ON_WRITE)
+    path, _ = trips_table(tmp_path, 14, TableType.COPY_ON_WRITE)
     runner = CliRunner()
     opts = ["--option", "hoodie.keep.min.commits=11", "--option", "hoodie.keep.max.commits=12"]
     out = runner.invoke(cli, ["archive", str(path), "--dry-run", "--json", *opts])
@@ -454,11 +445,11 @@ def test_archive_cli_dry_run_then_archive_then_show_archived(tmp_path: Path) -> 
 
 
 def test_archive_table_stays_writable_and_readable_after_archiving_all_but_min(tmp_path: Path) -> None:
-    path = _table(tmp_path, 13)
+    path, _ = trips_table(tmp_path, 13)
     run_archive(
         HudiTable(str(path)), ArchiveConfig.from_options({**SMALL, "hoodie.compact.inline.max.delta.commits": "1"})
     )
     assert len(_completed_commit_times(path)) == 11
     extra = pa.concat_tables([generate_trips(5, partitions=2, seed=7)])
-    write_table(str(path), extra, operation="insert", options=_opts(TableType.MERGE_ON_READ))
+    write_table(str(path), extra, operation="insert", options=trips_options())
     assert_same_rows(read_snapshot_table(HudiTable(str(path))), hudi_rs_snapshot(path))

@@ -33,6 +33,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import SHARED, HudiFixture, require_shared
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.tables import fake_metadata_table
 from tests.trips import trips_options
 
 
@@ -386,21 +387,11 @@ def test_clean_and_savepoint_cli(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "No savepoint" in r.output
 
 
-def _fake_metadata_table(path: Path) -> None:
-    """What a Java writer with the metadata table and its column stats index enabled leaves: the partitions property
-    and .hoodie/metadata (a partition other than ``files``: still refused unless hoodie.metadata.enable=false)."""
-    t = HudiTable(str(path))
-    t.update_properties({"hoodie.table.metadata.partitions": "files,column_stats"})
-    mdt = path / ".hoodie" / "metadata" / ".hoodie"
-    mdt.mkdir(parents=True)
-    (mdt / "hoodie.properties").write_text("hoodie.table.name=t_metadata\n")
-
-
 def test_clean_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: Path) -> None:
     from lake_orchestration.errors import MetadataTableError
 
     path = _mor(tmp_path, rounds=6)
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     snapshot = hudi_rs_snapshot(path)
     listing = _data_files(path)
     with pytest.raises(MetadataTableError, match=r"hoodie\.metadata\.enable=false"):
@@ -467,7 +458,7 @@ def test_writer_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_path: 
     from lake_orchestration.errors import MetadataTableError
 
     path = _mor(tmp_path, rounds=1)
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     batch = generate_trips(10, partitions=2, seed=77)
     with pytest.raises(MetadataTableError, match="this writer"):
         write_table(str(path), batch, operation="upsert")

@@ -16,7 +16,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lake_orchestration.datagen import generate_trips, generate_updates, pick_deletes
+from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.errors import InstantNotFoundError, InvalidInstantStateError, PlanError
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -35,6 +35,7 @@ from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT, SHARED, HudiFixture, require_shared
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.tables import fake_metadata_table, generated_table
 
 MOR_FIXTURES = [
     HudiFixture.TRIPS_MOR_AVRO,
@@ -101,33 +102,6 @@ def test_compaction_empty_mor_fixture_schedules_nothing(fresh_fixture) -> None:
     assert not list((path / ".hoodie").glob("*.compaction.*"))
 
 
-def _generated(tmp_path: Path, *, deltas: int = 6) -> Path:
-    path = tmp_path / "t"
-    opts = WriteOptions(
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        record_key_fields=("uuid",),
-        partition_fields=("city",),
-        precombine_field="ts",
-        hive_style_partitioning=True,
-        max_rows_per_file=120,
-        small_file_limit=0,
-    )
-    base = generate_trips(600, partitions=4, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for n in range(deltas):
-        upd = pa.concat_tables(
-            [
-                generate_updates(base, fraction=0.1, seed=n, ts_offset=(n + 1) * 10**7),
-                generate_trips(10, partitions=4, seed=100 + n),
-            ]
-        )
-        write_table(str(path), upd, operation="upsert", options=opts)
-        if n % 2:
-            write_table(str(path), pick_deletes(base, fraction=0.03, seed=200 + n), operation="delete", options=opts)
-    return path
-
-
 def _rolled_back_write(path: Path) -> str:
     """A failed deltacommit F that wrote a log block, rolled back the way Java Hudi 0.14 does it: a rollback
     command block in a new log file of the slice, F's timeline files deleted, a completed rollback instant."""
@@ -191,7 +165,7 @@ def _rolled_back_write(path: Path) -> str:
 
 
 def test_compaction_generated_table_with_rolled_back_write_snapshot_unchanged(tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     failed = _rolled_back_write(path)
     before = hudi_rs_snapshot(path)
     assert failed not in set(before.column("_hoodie_commit_time").to_pylist())
@@ -206,7 +180,7 @@ def test_compaction_generated_table_with_rolled_back_write_snapshot_unchanged(tm
 
 
 def test_compaction_trigger_num_commits_waits_for_max_delta_commits(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=2)  # 2 upserts + 1 delete = 3 deltacommits after the bulk insert
+    path = generated_table(tmp_path, deltas=2)  # 2 upserts + 1 delete = 3 deltacommits after the bulk insert
     t = HudiTable(str(path))
     r = schedule_compaction(t, config=CompactionConfig(max_delta_commits=5))
     assert not r.scheduled and "NUM_COMMITS not met: 4 delta commit(s)" in r.reason
@@ -219,7 +193,7 @@ def test_compaction_trigger_num_commits_waits_for_max_delta_commits(tmp_path: Pa
 
 
 def test_compaction_second_run_is_noop_and_later_logs_kept(tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     t = HudiTable(str(path))
     sched = schedule_compaction(t, force=True)
     # a writer adds log files to the new slice after scheduling (named with the compaction instant)
@@ -255,7 +229,7 @@ def test_compaction_second_run_is_noop_and_later_logs_kept(tmp_path: Path) -> No
 
 
 def test_compaction_schedule_validations(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=1)
+    path = generated_table(tmp_path, deltas=1)
     t = HudiTable(str(path))
     last = str(t.timeline.last.time)
     with pytest.raises(PlanError, match="timestamps >= compaction instant"):
@@ -298,7 +272,7 @@ def _crash_state(path: Path, stage: str) -> str:
 
 @pytest.mark.parametrize("stage", ["after_inflight", "mid_tasks", "before_commit"])
 def test_compaction_crash_then_rerun_rolls_back_and_completes(tmp_path: Path, stage: str) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     instant = _crash_state(path, stage)
     # while crashed: readers see the table as before, no partial base file is visible
@@ -367,14 +341,14 @@ def test_compaction_process_killed_midway_next_run_recovers(tmp_path: Path) -> N
 def test_compaction_rollback_of_non_inflight_refused(tmp_path: Path) -> None:
     from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 
-    path = _generated(tmp_path, deltas=1)
+    path = generated_table(tmp_path, deltas=1)
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     with pytest.raises(InvalidInstantStateError, match="not an inflight compaction"):
         rollback_inflight_compaction(HudiTable(str(path)), str(sched.instant))
 
 
 def test_compaction_plan_strategies_order_and_bound(tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     t = HudiTable(str(path))
     sizes = [op.metrics["TOTAL_LOG_FILES_SIZE"] for op in generate_plan(t, CompactionConfig()).operations]
     assert sizes == sorted(sizes, reverse=True)
@@ -387,7 +361,7 @@ def test_compaction_plan_strategies_order_and_bound(tmp_path: Path) -> None:
 def test_compaction_log_side_beyond_memory_budget_spills_and_gives_same_result(tmp_path: Path) -> None:
     import shutil
 
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     twin = tmp_path / "twin"
@@ -418,11 +392,10 @@ def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_pa
     """Java v6 writers keep a metadata table this project does not update: schedule and run refuse the table (the
     plan file and the data files untouched) until ``hoodie.metadata.enable=false``, which deletes it first."""
     from lake_orchestration.errors import MetadataTableError
-    from tests.hudi.services.test_clean import _fake_metadata_table
 
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     listing = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
     with pytest.raises(MetadataTableError, match=r"compaction does not update.*hoodie\.metadata\.enable=false"):
         schedule_compaction(HudiTable(str(path)), force=True)
@@ -434,7 +407,7 @@ def test_compaction_refuses_a_table_with_a_metadata_table_unless_disabled(tmp_pa
     assert instant is not None
     t = HudiTable(str(path))
     assert not t.has_metadata_table() and "hoodie.table.metadata.partitions" not in t.config.raw
-    _fake_metadata_table(path)  # a Java writer with the metadata table enabled ran in between
+    fake_metadata_table(path)  # a Java writer with the metadata table enabled ran in between
     with pytest.raises(MetadataTableError, match="compaction"):
         run_compaction(HudiTable(str(path)))
     from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
@@ -451,14 +424,13 @@ def test_compaction_rollback_refuses_a_metadata_table_unless_disabled(tmp_path: 
     from click.testing import CliRunner
 
     from lake_orchestration.cli.app import cli
-    from tests.hudi.services.test_clean import _fake_metadata_table
 
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
     t = HudiTable(str(path))
     t.transition_to_inflight(Instant(instant, Action.COMPACTION, State.REQUESTED))  # an attempt that died at once
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     run = CliRunner().invoke
     r = run(cli, ["compaction", "rollback", str(path), "--instant-time", instant])
     assert r.exit_code == 1 and "rollback does not update" in r.output, r.output

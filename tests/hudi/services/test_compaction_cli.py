@@ -10,12 +10,12 @@ from click.testing import CliRunner
 from lake_orchestration.cli.app import cli
 from lake_orchestration.hudi.model.instant import Action, Instant, State
 from lake_orchestration.hudi.table import HudiTable
-from tests.hudi.services.test_compaction import _generated
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.tables import generated_table
 
 
 def test_compaction_cli_schedule_show_run_lifo_and_rollback(tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     run = CliRunner().invoke
     r = run(

@@ -9,12 +9,13 @@ import pytest
 
 from lake_orchestration.hudi.services.compaction import CompactionConfig, executor, run_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable
-from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.hudi.services.test_compaction import _assert_compacted
 from tests.oracle import hudi_rs_snapshot
+from tests.tables import generated_table
 
 
 def test_spilled_log_side_is_gathered_from_spill_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     sched = schedule_compaction(HudiTable(str(path)), force=True)
     seen = {"spilled": 0, "gathered": 0, "dirs": []}

@@ -22,12 +22,13 @@ from lake_orchestration.hudi.services.compaction import (
 from lake_orchestration.hudi.services.rollback.compaction import rollback_inflight_compaction
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path
-from tests.hudi.services.test_compaction import _assert_compacted, _generated
+from tests.hudi.services.test_compaction import _assert_compacted
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.tables import generated_table
 
 
 def _executed(tmp_path: Path) -> tuple[Path, str, CompactionExecution]:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
     return path, instant, execute_plan(HudiTable(str(path)), instant)
 
@@ -37,7 +38,7 @@ def _base_files(path: Path, instant: str) -> set[str]:
 
 
 def test_compaction_execute_plan_writes_files_and_markers_only_then_commit_completes(tmp_path: Path) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
     execution = execute_plan(HudiTable(str(path)), instant)
@@ -118,7 +119,7 @@ def test_compaction_in_process_scans_each_log_side_once_snapshot_unchanged(
 ) -> None:
     """The check before the plan goes inflight decodes every log block; in process, the execution reuses what it
     decoded (within hoodie.memory.compaction.max.size) instead of reading and decoding the logs a second time."""
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
     scans: list[str] = []
@@ -145,7 +146,7 @@ def test_compaction_plan_verbs_are_a_noop_on_a_committed_plan(tmp_path: Path) ->
         run_compaction_plan,
     )
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     instant = str(schedule_compaction(HudiTable(str(path)), force=True).instant)
     executed = execute_compaction_plan(HudiTable(str(path)), instant)
     assert executed.execution is not None and not executed.already_committed

@@ -9,12 +9,12 @@ from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.services.compaction import CompactionConfig, run_compaction, schedule_compaction
 from lake_orchestration.hudi.services.log_compaction import run_log_compaction, schedule_log_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
-from tests.hudi.services.test_compaction import _generated
 from tests.oracle import REWRITTEN_BY_SERVICES, assert_same_rows, hudi_rs_snapshot
+from tests.tables import fake_metadata_table, generated_table
 
 
 def test_log_compaction_merges_blocks_snapshot_unchanged_then_compaction(tmp_path: Path) -> None:
-    path = _generated(tmp_path)
+    path = generated_table(tmp_path)
     before = hudi_rs_snapshot(path)
     t = HudiTable(str(path))
     cfg = CompactionConfig(log_compaction_blocks_threshold=3)
@@ -42,7 +42,7 @@ def test_log_compaction_cli_schedule_and_run(tmp_path: Path) -> None:
 
     from lake_orchestration.cli.app import cli
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     r = CliRunner().invoke(
         cli, ["log-compaction", "schedule", str(path), "--option", "hoodie.log.compaction.blocks.threshold=2"]
@@ -57,14 +57,13 @@ def test_log_compaction_cli_refuses_a_metadata_table_until_disabled(tmp_path: Pa
     from click.testing import CliRunner
 
     from lake_orchestration.cli.app import cli
-    from tests.hudi.services.test_clean import _fake_metadata_table
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     threshold = ["--option", "hoodie.log.compaction.blocks.threshold=2"]
     sched = schedule_log_compaction(HudiTable(str(path)), config=CompactionConfig(log_compaction_blocks_threshold=2))
     assert sched.scheduled, sched.reason
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     r = CliRunner().invoke(cli, ["log-compaction", "run", str(path)])
     assert r.exit_code == 1 and "log compaction does not update" in r.output, r.output
     pending = HudiTable(str(path)).timeline.get(str(sched.instant), Action.LOG_COMPACTION)
@@ -82,7 +81,7 @@ def test_log_compaction_execute_then_commit_as_separate_steps_commits_what_execu
 
     from lake_orchestration.hudi.services.log_compaction import commit_log_compaction, execute_log_compaction
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     cfg = CompactionConfig(log_compaction_blocks_threshold=2)
     sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)
@@ -108,7 +107,7 @@ def test_log_compaction_commit_refused_when_the_attempt_was_taken_over(tmp_path:
     from lake_orchestration.errors import InvalidInstantStateError
     from lake_orchestration.hudi.services.log_compaction import commit_log_compaction, execute_log_compaction
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     cfg = CompactionConfig(log_compaction_blocks_threshold=2)
     sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)
     instant = str(sched.instant)
@@ -123,7 +122,7 @@ def test_run_log_compactions_runs_every_pending_plan_then_nothing(tmp_path: Path
     """The loop of ``lake-orch log-compaction run`` lives in the core: every pending plan, oldest first, or one."""
     from lake_orchestration.hudi.services.log_compaction import run_log_compactions
 
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     before = hudi_rs_snapshot(path)
     cfg = CompactionConfig(log_compaction_blocks_threshold=2)
     sched = schedule_log_compaction(HudiTable(str(path)), config=cfg)

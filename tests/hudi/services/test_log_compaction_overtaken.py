@@ -28,8 +28,8 @@ from lake_orchestration.hudi.services.log_compaction import (
 )
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from tests.hudi.services.test_compaction import _generated
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.tables import generated_table
 
 CFG = CompactionConfig(log_compaction_blocks_threshold=2)
 
@@ -37,7 +37,7 @@ CFG = CompactionConfig(log_compaction_blocks_threshold=2)
 def test_commit_refuses_a_log_compaction_overtaken_while_it_executed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _generated(tmp_path, deltas=3)
+    path = generated_table(tmp_path, deltas=3)
     sched = schedule_log_compaction(HudiTable(str(path)), config=CFG)
     assert sched.scheduled, sched.reason
     instant = str(sched.instant)

@@ -24,6 +24,7 @@ from lake_orchestration.hudi.table.heartbeat import Heartbeat, is_heartbeat_expi
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
+from tests.tables import fake_metadata_table
 
 _KILL = """
 import sys
@@ -173,9 +174,7 @@ def test_rollback_cli_dry_run_then_instant(tmp_path: Path) -> None:
     assert list(HudiTable(str(path)).timeline.pending()) == [pending]
     # a metadata table (left by a Java writer) would keep listing the files a rollback deletes: refused until
     # hoodie.metadata.enable=false, which deletes it first
-    from tests.hudi.services.test_clean import _fake_metadata_table
-
-    _fake_metadata_table(path)
+    fake_metadata_table(path)
     listing = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
     r = run(cli, ["rollback", str(path), "--instant-time", str(pending.time)])
     assert r.exit_code == 1 and "rollback does not update" in r.output, r.output
