@@ -25,8 +25,10 @@ a delete's after). It mirrors Java's ``HoodieCDCExtractor`` (which files hold a 
 before and after images: read as is), ``data_before`` (op, record key, before image: the after image comes from the
 new base file), ``op_key_only`` (op and record key: both images come from the base files before and after).
 
-Not read (refused with :class:`CdcQueryError` naming the table, the mode and the instant): a replacecommit (insert
-overwrite, delete partition: Java's ``REPLACE_COMMIT`` split) and a write stat Java itself cannot read.
+A replacecommit (insert overwrite, delete partition) deletes every record of the latest slice of each file group it
+replaced (Java's ``REPLACE_COMMIT`` split) and inserts what its new base files hold. Refused with
+:class:`CdcQueryError` (naming the table, the instant and the file): a write stat Java cannot read either (a base
+file of updates without CDC log files, a previous base file that clean removed, a log-only file group).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
 from lake_orchestration.hudi.merge.record_merger import resolve_log_records
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.file_group import BaseFile, FileGroupId, FileSlice, LogFile
+from lake_orchestration.hudi.model.fs_view import FileSystemView
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import IS_DELETED_FIELD, RECORD_KEY
@@ -227,6 +230,7 @@ class _Extractor:
         self.table = table
         self.mode = mode
         self._listing: dict[str, dict[str, int]] = {}
+        self._view: FileSystemView | None = None
 
     def _files(self, partition: str) -> dict[str, int]:
         if partition not in self._listing:
@@ -246,6 +250,20 @@ class _Extractor:
             f"{what}: the base file of file group {fg} written by {instant} is not in storage (cleaned?); Java fails "
             "this query too ('Can not get the previous version of the base file')",
         )
+
+    def latest_slice(self, fg: FileGroupId, instants: list[tuple[Instant, CommitMetadata]]) -> FileSlice | None:
+        """``fetchLatestFileSlice``: the latest committed slice of a (replaced) file group, in a view over the
+        partitions the range's instants touched."""
+        if self._view is None:
+            touched: set[str] = set()
+            for _, md in instants:
+                touched.update(md.partition_to_write_stats)
+                touched.update(md.partition_to_replace_file_ids or {})
+            self._view = self.table.fs_view(self.table.partition_listing(sorted(touched)))
+        for g in self._view.all_file_groups(fg.partition_path, include_replaced=True):
+            if g.id == fg:
+                return g.latest_slice
+        return None
 
     def _base_file(self, rel: str, fg: FileGroupId) -> BaseFile:
         name = rel.rsplit("/", 1)[-1]
@@ -316,25 +334,35 @@ def cdc_file_splits(
     group's splits, in instant order.
 
     Raises:
-        CdcQueryError: a replacecommit in the range, or a write stat whose changes cannot be read.
+        CdcQueryError: a write stat whose changes cannot be read (Java fails on it too).
     """
     mode = supplemental_logging_mode(table)
     ex = _Extractor(table, mode)
     instants = _range_instants(table, begin_instant_time, end_instant_time)
     out: dict[FileGroupId, list[CdcFileSplit]] = {}
     for instant, md in instants:
-        if md.partition_to_replace_file_ids is not None or instant.action is Action.REPLACE_COMMIT:
-            raise CdcQueryError(
-                table.base_uri,
-                f"CDC query ({begin_instant_time}, {end_instant_time}] with "
-                f"{HoodieKey.TABLE_CDC_SUPPLEMENTAL_LOGGING_MODE.key}={mode.value}: instant {instant.time} is a "
-                f"replacecommit ({md.operation_type}); the changes of replaced file groups (Java's REPLACE_COMMIT "
-                "split) are not read by this reader yet. Query a range that ends before it or begins at it",
-            )
         for partition, stats in md.partition_to_write_stats.items():
             for ws in stats:
                 fg = FileGroupId(partition, ws.fileId)
                 out.setdefault(fg, []).append(ex.split(fg, instant, md, ws))
+        for partition, file_ids in (md.partition_to_replace_file_ids or {}).items():
+            # every record of a replaced file group's latest slice is deleted (the view over the partitions the
+            # range touched, replaced groups included: fetchLatestFileSlice)
+            for file_id in file_ids:
+                fg = FileGroupId(partition, file_id)
+                latest = ex.latest_slice(fg, instants)
+                if latest is None:
+                    continue
+                if latest.base_file is None:
+                    raise CdcQueryError(
+                        table.base_uri,
+                        f"CDC query with {HoodieKey.TABLE_CDC_SUPPLEMENTAL_LOGGING_MODE.key}={mode.value}: file group "
+                        f"{fg} replaced by {instant.time} has no base file (log files only); Java cannot read it "
+                        "either",
+                    )
+                out.setdefault(fg, []).append(
+                    CdcFileSplit(str(instant.time), InferenceCase.REPLACE_COMMIT, fg, (), latest)
+                )
     for splits in out.values():
         splits.sort(key=lambda s: s.instant)
     return [i for i, _ in instants], out
@@ -507,6 +535,13 @@ class _Reader:
                 return old
         return new
 
+    def _replace_commit(self, s: CdcFileSplit, latest: str) -> None:
+        """Every record of the replaced group's latest slice, deleted."""
+        assert s.before is not None
+        rows = self.slice_rows(s.before, latest)
+        for k in rows.rows:
+            self.emit("d", s.instant, rows.json(k, avro=False), None)
+
     def _as_is(self, s: CdcFileSplit, latest: str) -> None:
         before = self.slice_rows(s.before, latest) if s.before is not None else None
         after = self.slice_rows(s.after, "99999999999999999999") if s.after is not None else None
@@ -669,8 +704,8 @@ def read_cdc(
 
     Raises:
         InvalidOptionError: an instant time that does not parse.
-        CdcQueryError: not a CDC table; begin after end; a replacecommit in the range or a split Java cannot read
-            either (the message names the table, the mode and the instant).
+        CdcQueryError: not a CDC table; begin after end; a split Java cannot read either (the message names the
+            table, the mode and the instant).
     """
     stats = stats if stats is not None else ReadStats()
     begin = _check_time(begin_instant_time, HoodieKey.READ_BEGIN_INSTANTTIME)
@@ -682,6 +717,12 @@ def read_cdc(
             f"{LATEST_STATE_FORMAT} format (the records a range of commits wrote)",
         )
     mode = supplemental_logging_mode(table)
+    if not table.config.populate_meta_fields:
+        raise CdcQueryError(
+            table.base_uri,
+            f"{HoodieKey.POPULATE_META_FIELDS.key}=false: records are matched by _hoodie_record_key, which this "
+            f"table does not store ({HoodieKey.TABLE_CDC_SUPPLEMENTAL_LOGGING_MODE.key}={mode.value}); not read",
+        )
     if end_instant_time is not None:
         end = _check_time(end_instant_time, HoodieKey.READ_END_INSTANTTIME)
     else:
