@@ -495,6 +495,17 @@ class HoodieKey(enum.Enum):
         "How z-order and hilbert keys are built: direct (sample, Java's RangeSampleSort, is refused: not "
         "reproducible).",
     )
+    CLUSTERING_UPDATES_STRATEGY = (
+        "hoodie.clustering.updates.strategy",
+        "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy",
+        "What a write does to file groups under a pending clustering plan: SparkRejectUpdateStrategy refuses the "
+        "upsert or delete (Java's default), SparkAllowUpdateStrategy lets it through.",
+    )
+    CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT = (
+        "hoodie.clustering.rollback.pending.replacecommit.on.conflict",
+        "false",
+        "With SparkAllowUpdateStrategy: roll the pending clustering plan back before writing into its file groups.",
+    )
     # -- archival (HoodieArchivalConfig) -------------------------------------------------------------------------------
     KEEP_MIN_COMMITS = (
         "hoodie.keep.min.commits",

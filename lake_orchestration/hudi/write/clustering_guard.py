@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, LakeOrchestrationError, StorageError
 from lake_orchestration.hudi.model.avro import RequestedReplaceMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant, State
@@ -35,8 +36,8 @@ from lake_orchestration.hudi.model.schema import PARTITION_PATH
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN
 
-UPDATES_STRATEGY_KEY = "hoodie.clustering.updates.strategy"
-ROLLBACK_PENDING_CLUSTERING_KEY = "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
+UPDATES_STRATEGY_KEY = HoodieKey.CLUSTERING_UPDATES_STRATEGY.key
+ROLLBACK_PENDING_CLUSTERING_KEY = HoodieKey.CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT.key
 _PACKAGE = "org.apache.hudi.client.clustering.update.strategy."
 REJECT = _PACKAGE + "SparkRejectUpdateStrategy"
 ALLOW = _PACKAGE + "SparkAllowUpdateStrategy"

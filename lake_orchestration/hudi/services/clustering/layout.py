@@ -43,8 +43,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-LAYOUT_OPTIMIZE_STRATEGY = "hoodie.layout.optimize.strategy"
-CURVE_BUILD_METHOD = "hoodie.layout.optimize.curve.build.method"
+from lake_orchestration.config.keys import HoodieKey
+
+LAYOUT_OPTIMIZE_STRATEGY = HoodieKey.LAYOUT_OPTIMIZE_STRATEGY.key
+CURVE_BUILD_METHOD = HoodieKey.LAYOUT_CURVE_BUILD_METHOD.key
 STRATEGIES = ("linear", "z-order", "hilbert")
 BUILD_METHODS = ("direct", "sample")
 
