@@ -4,7 +4,7 @@ across a failed run (the checkpoint does not advance) and a compaction between t
 after it gets only the new batch). The oracles: the batch written (its record keys) and hudi-rs's snapshot rows of
 the batch's commit. Between the compaction and the third batch, one interpreter of the Airflow venv checks the
 deferrable sensor's trigger (rebuilt from its serialized kwargs: no event for a compaction alone) and the operators'
-arguments. Four ``airflow dags test`` runs: the cost of the module (280-370 s on a machine at load 9-16)."""
+arguments. Four ``airflow dags test`` runs: the cost of the module (200-370 s on a shared machine at load 6-16)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -25,6 +26,7 @@ from lake_orchestration.hudi.services.compaction import run_compaction_plan, sch
 from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import write_table
 from tests.airflow.conftest import AirflowRunner, DagRunResult
+from tests.objectstore.conftest import S3Bucket, s3, s3_server  # noqa: F401 (fixtures)
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 from tests.trips import trips_options
 
@@ -80,15 +82,24 @@ with DAG(dag_id="d", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
             HudiIncrementalPullOperator(task_id=name, output_path="/tmp/y.parquet", options=opts)
         except Exception as err:
             errors[name] = [type(err).__name__, str(err)]
-print("RESULT", json.dumps({"skipping": asyncio.run(event(True)), "counting": asyncio.run(event(False)),
+# the output on the table's object store: written with the connection's storage options
+import pyarrow as pa
+from lake_orchestration.airflow.hooks import HudiTableLocation
+from lake_orchestration.airflow.incremental import _write_parquet
+
+s3 = json.loads(sys.argv[3])
+on_s3 = _write_parquet(pa.table({"uuid": ["a", "b"]}), s3["uri"],
+                       HudiTableLocation(base_path=s3["table"], storage_options=s3["options"]))
+print("RESULT", json.dumps({"skipping": asyncio.run(event(True)), "counting": asyncio.run(event(False)), "s3": on_s3,
                             "outlets": [a.name for a in pull.outlets], "inlets": [a.name for a in sensor.inlets],
                             "errors": errors}))
 """
 
 
-def _driver(airflow: AirflowRunner, path: Path, after: str) -> dict[str, Any]:
+def _driver(airflow: AirflowRunner, path: Path, after: str, bucket: S3Bucket) -> dict[str, Any]:
+    target = {"uri": bucket.uri("changes", "run.parquet"), "table": bucket.uri("t"), "options": bucket.storage_options}
     proc = subprocess.run(
-        [str(airflow.python), "-c", _TRIGGER, str(path), after],
+        [str(airflow.python), "-c", _TRIGGER, str(path), after, json.dumps(target)],
         env=airflow.env(path),
         capture_output=True,
         text=True,
@@ -129,7 +140,9 @@ def _check_batch(
 
 
 def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_compaction(
-    airflow: AirflowRunner, tmp_path: Path
+    airflow: AirflowRunner,
+    tmp_path: Path,
+    s3: S3Bucket,  # noqa: F811 (the fixture)
 ) -> None:
     path, out = tmp_path / "t", tmp_path / "changes"
     base = generate_trips(60, partitions=2, seed=3)
@@ -163,12 +176,21 @@ def test_incremental_pull_dag_writes_each_batch_once_across_a_failed_run_and_a_c
     assert compacted.result is not None and not compacted.skipped
     # only a compaction since the checkpoint: the trigger (rebuilt from its serialized kwargs, as the triggerer
     # does) does not fire; counting table services it fires on the compaction
-    got = _driver(airflow, path, second)
+    got = _driver(airflow, path, second, s3)
     assert got["skipping"] is None and got["counting"] == {
         "status": "success",
         "instant": str(plan.instant),
         "instants": [str(plan.instant)],
     }
+    # an output on the table's object store is written with the connection's storage options
+    assert got["s3"] == s3.uri("changes", "run.parquet")
+    s3fs = pafs.S3FileSystem(
+        endpoint_override=s3.endpoint,
+        region=s3.storage_options["region"],
+        access_key=s3.storage_options["access_key"],
+        secret_key=s3.storage_options["secret_key"],
+    )
+    assert pq.read_table(f"{s3.bucket}/changes/run.parquet", filesystem=s3fs).column("uuid").to_pylist() == ["a", "b"]
     # a pull's checkpoint asset defaults to hudi_changes.<dag>.<task>, an outlet; the sensor's is an inlet; range
     # options a pull cannot honour are refused when the DAG is parsed
     assert got["outlets"] == ["hudi_changes.d.pull"] and got["inlets"] == ["hudi_changes.d.pull"]
