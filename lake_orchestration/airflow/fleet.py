@@ -49,7 +49,7 @@ class FleetDueTablesOperator(BaseOperator):
 
     Args:
         config: the fleet's YAML file (templated: ``"{{ var.value.lake_orch_fleet_config }}"``).
-        service: ``compaction``, ``log_compaction``, ``clean`` or ``archive``.
+        service: ``compaction``, ``log_compaction``, ``clustering``, ``clean`` or ``archive``.
         budget: at most this many tables per run (None: all that are due).
     """
 
@@ -74,7 +74,7 @@ class FleetServiceOperator(BaseOperator):
     Args:
         config: the fleet's YAML file (templated).
         table: the table's name in the fleet (templated; the mapped argument).
-        service: ``compaction``, ``log_compaction``, ``clean`` or ``archive``.
+        service: ``compaction``, ``log_compaction``, ``clustering``, ``clean`` or ``archive``.
 
     Raises:
         LakeOrchestrationError: the service failed (this table's task fails; the other mapped tasks go on).

@@ -50,11 +50,14 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 FORMATS = ("hudi", "paimon")
 SERVICES_BY_FORMAT: Mapping[str, tuple[str, ...]] = {
-    "hudi": ("compaction", "log_compaction", "clean", "archive"),
+    "hudi": ("compaction", "log_compaction", "clustering", "clean", "archive"),
     "paimon": ("compaction",),
 }
 """The services the fleet runs per format, in the order a table's due services run (Hudi's
-``HoodieMultiTableServicesMain`` order: compaction, then clean, then archive)."""
+``HoodieMultiTableServicesMain`` order: compaction, then clustering, then clean, then archive, as its
+``MultiTableServiceUtils.buildTableServicePipeline`` adds them; log compaction beside compaction). Clustering runs
+only on a table whose ``clustering_options`` set ``hoodie.clustering.async.enabled: true`` (the probe never finds it
+due otherwise)."""
 
 
 class FleetConfigError(LakeOrchestrationError, ValueError):
@@ -67,7 +70,7 @@ class FleetConfigError(LakeOrchestrationError, ValueError):
 
 
 # -- the entry keys ------------------------------------------------------------------------------------------------
-OPTION_MAPS = ("compaction_options", "clean_options", "archive_options", "bootstrap_options")
+OPTION_MAPS = ("compaction_options", "clean_options", "archive_options", "bootstrap_options", "clustering_options")
 """The ``hoodie.*`` option maps of an entry."""
 
 ENTRY_KEYS = frozenset(
@@ -87,6 +90,7 @@ ENTRY_KEYS = frozenset(
         "schedule_cron",
         "clean_cron",
         "archive_cron",
+        "clustering_cron",
         "clean_dry_run",
         "archive_dry_run",
         "max_small_archive_files",
@@ -408,7 +412,11 @@ def _check_entry(entry: Mapping[str, Any], *, where: str) -> FleetTable:
             )
     storage_opts, secret_env = _check_storage(entry.get("storage"), base_path=base_path, where=where)
     policy = TablePolicy.from_mapping(entry.get("policy"), where=where)
-    service_maps = {m.removesuffix("_options"): maps[m] for m in OPTION_MAPS[:3]}
+    # clustering's map first: the lowest priority in the merged options (compaction, clean, archive as before)
+    service_maps = {
+        m.removesuffix("_options"): maps[m]
+        for m in ("clustering_options", "compaction_options", "clean_options", "archive_options")
+    }
     merged = {k: v for m in service_maps.values() for k, v in m.items()}
     return FleetTable(
         name=name,

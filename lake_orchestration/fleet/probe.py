@@ -11,6 +11,10 @@ table: by its compaction planner on the latest snapshot), with cheap versions of
 - ``log_compaction``: pending log-compaction plans, or up to ``hoodie.log.compaction.blocks.threshold`` log blocks
   in a slice: one per deltacommit since the last compaction (since the first write: that one wrote the base files;
   after a log compaction: its merged block plus one per deltacommit since). The scheduler counts the real blocks.
+- ``clustering`` (only with ``hoodie.clustering.async.enabled: true``): pending replacecommits (requested or
+  inflight: clustering plans, the runner runs those that are), or ``hoodie.clustering.async.max.commits`` completed
+  commits since the last completed replacecommit, as ``ClusteringPlanActionExecutor``'s async trigger (the scheduler
+  reads the plans, so it tells a clustering from an insert_overwrite and may find no file slice to cluster).
 - ``clean``: ``hoodie.clean.trigger.strategy`` NUM_COMMITS (``hoodie.clean.max.commits`` commits since the last
   clean, as ``CleanPlanActionExecutor.needsCleaning``), and, for ``KEEP_LATEST_COMMITS``, more completed commits than
   ``hoodie.cleaner.commits.retained`` (else the planner has no earliest commit to retain and nothing to clean);
@@ -208,6 +212,8 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
     else:
         due["log_compaction"] = Due(False, 0.0, "copy-on-write: no log files")
 
+    due["clustering"] = _clustering_due(tl, options)
+
     # clean
     clean = CleanConfig.from_options(dict(options))
     pending_cleans = [i for i in tl.with_actions(Action.CLEAN) if not i.is_completed]
@@ -229,6 +235,35 @@ def hudi_due(names: Sequence[str], options: Mapping[str, str], *, now: float) ->
     # archive
     due["archive"] = _archive_due(tl, ArchiveConfig.from_options(dict(options)), is_mor=is_mor)
     return due
+
+
+def _clustering_due(tl: Any, options: Mapping[str, str]) -> Due:
+    """Clustering: off unless ``hoodie.clustering.async.enabled``; then pending replacecommits, or the async trigger
+    (``hoodie.clustering.async.max.commits`` completed commits since the last completed replacecommit)."""
+    from lake_orchestration.hudi.model.instant import Action
+    from lake_orchestration.hudi.services.clustering.config import ClusteringConfig
+
+    cfg = ClusteringConfig.from_options(dict(options))
+    if not cfg.async_enabled:
+        return Due(False, 0.0, "clustering off (hoodie.clustering.async.enabled is not true)")
+    pending = [i for i in tl.with_actions(Action.REPLACE_COMMIT) if not i.is_completed]
+    if pending:
+        return Due(True, float(len(pending)), f"{len(pending)} pending replacecommit(s) (clustering plans)")
+    completed = tl.completed()
+    last = completed.with_actions(Action.REPLACE_COMMIT).last
+    n = sum(
+        1
+        for i in completed.with_actions(Action.COMMIT, Action.DELTA_COMMIT)
+        if last is None or str(i.time) > str(last.time)
+    )
+    threshold = cfg.async_max_commits
+    overdue = n / threshold if threshold else float(n > 0)
+    since = f"since replacecommit {last.time}" if last is not None else "(no clustering yet)"
+    return Due(
+        n > 0 and overdue >= 1.0,
+        round(overdue, 3),
+        f"{n} commit(s) {since} (hoodie.clustering.async.max.commits {threshold})",
+    )
 
 
 def _archive_due(tl: Any, arch: Any, *, is_mor: bool) -> Due:

@@ -1,7 +1,8 @@
 """Run the due services of many tables (Hudi's ``HoodieMultiTableServicesMain``), one failure stopping no other table.
 
 Each table is probed (:func:`~lake_orchestration.fleet.probe.probe`); its due services among those asked for run in
-the table's order (compaction, log compaction, clean, archive), one at a time on that table (at most one service per
+the table's order (compaction, log compaction, clustering, clean, archive: Hudi's
+``MultiTableServiceUtils.buildTableServicePipeline`` order), one at a time on that table (at most one service per
 table at once), the table probed again after a service that wrote (a compaction commit can make archival due, as
 Hudi's multi-table runner, which asks each service in turn, would find); ``parallelism`` tables run at the same
 time. A service that fails ends its table's turn (the
@@ -123,6 +124,22 @@ def run_service(table: FleetTable, service: str, *, engine: Any = None) -> tuple
         if not runs:
             return NOTHING, scheduled.reason or "no pending log-compaction plan"
         return DONE, f"committed log compaction {', '.join(r.instant for r in runs)}"
+    if service == "clustering":
+        from lake_orchestration.hudi.services.clustering import (
+            ClusteringConfig,
+            run_clustering,
+            schedule_clustering,
+            select_pending_plans,
+        )
+
+        ccfg = ClusteringConfig.from_options(opts)
+        scheduled_c = schedule_clustering(t, config=ccfg)
+        plans = select_pending_plans(t, seq="FIFO")
+        if not plans:
+            return NOTHING, scheduled_c.reason or "no clustering plan"
+        ran = run_clustering(t, max_plans=len(plans), config=ccfg, engine=engine)
+        committed = [str(r.instant) for r in ran if not r.already_committed]
+        return (DONE, f"committed clustering {', '.join(committed)}") if committed else (NOTHING, "plans committed")
     if service == "clean":
         from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
 

@@ -375,6 +375,7 @@ def assert_probe_matches_planners(tables: list[Any]) -> dict[str, set[str]]:
     (scheduling runs on the table: give it a copy). Returns the services with work, by table."""
     from lake_orchestration.hudi.services.archive import ArchiveConfig, plan_archive
     from lake_orchestration.hudi.services.clean import CleanConfig, run_clean
+    from lake_orchestration.hudi.services.clustering import ClusteringConfig, schedule_clustering
     from lake_orchestration.hudi.services.compaction import CompactionConfig, schedule_compaction
     from lake_orchestration.hudi.services.log_compaction import schedule_log_compaction
     from lake_orchestration.hudi.table import HudiTable
@@ -399,6 +400,11 @@ def assert_probe_matches_planners(tables: list[Any]) -> dict[str, set[str]]:
             work["compaction"] = schedule_compaction(HudiTable(t.base_path), config=cfg).scheduled
         else:
             work["compaction"] = work["log_compaction"] = False
+        ccfg = ClusteringConfig.from_options(t.service_options("clustering"))
+        # off unless hoodie.clustering.async.enabled; then the planner's dry run (the trigger applies)
+        work["clustering"] = (
+            ccfg.async_enabled and schedule_clustering(table, config=ccfg, dry_run=True).plan is not None
+        )
         assert {s: d.needed for s, d in due.items()} == work, t.name
         found[t.name] = {s for s, w in work.items() if w}
     return found

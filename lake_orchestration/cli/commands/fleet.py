@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 BREACH_EXIT_CODE = 2
 """``fleet status``'s exit status when a table breaches its policy."""
 
-SERVICES = ("compaction", "log_compaction", "clean", "archive")
+SERVICES = ("compaction", "log_compaction", "clustering", "clean", "archive")
 
 
 @click.group("fleet")
