@@ -40,7 +40,6 @@ with DAG(
         base_path=TABLE_PATH,
         output_path="{{ var.value.get('hudi_changes_dir', '/tmp/hudi_changes') }}/{{ run_id }}.parquet",
         checkpoint_asset=changes,
-        options={"hoodie.read.timeline.holes.resolution.policy": "FAIL"},
         retries=2,
     )
     wait >> pull
