@@ -169,6 +169,9 @@ _TABLE_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("paimon", "compaction", "run"): ["--engine", "local"],
     ("paimon", "compaction", "show"): [],
     ("metadata", "init"): [],
+    ("clustering", "schedule"): [],
+    ("clustering", "run"): ["--engine", "local"],
+    ("clustering", "show"): [],
 }
 # commands on Paimon tables: their --json on a Paimon table is tested in tests/paimon/test_paimon_cli.py
 _PAIMON_COMMANDS = {w for w in _TABLE_COMMANDS if w[0] == "paimon"}
@@ -242,6 +245,9 @@ def test_cli_every_json_command_prints_one_json_document_on_a_written_table(tmp_
         ("archive",): ["--dry-run"],
         ("bootstrap",): ["--source-path", str(tmp_path / "src"), "--table-name", "b", "--record-key", "uuid", *dry],
         ("metadata", "init"): dry,
+        ("clustering", "schedule"): dry,
+        ("clustering", "run"): ["--engine", "local"],
+        ("clustering", "show"): [],
     }
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "part-0.parquet").write_bytes(data.read_bytes())
