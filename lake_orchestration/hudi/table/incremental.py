@@ -39,12 +39,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError, LakeOrchestrationError, TimelineError
+from lake_orchestration.errors import InvalidOptionError, TimelineError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.hudi.model.instant import Action, Instant
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
+from lake_orchestration.hudi.table.clustering import is_clustering
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.snapshot import (
     ReadStats,
@@ -182,28 +183,10 @@ def hollow_commit_policy(options: Mapping[str, str] | None) -> HollowCommitPolic
         ) from err
 
 
-def _is_clustering(table: HudiTable, instant: Instant) -> bool:
-    """A pending replacecommit whose requested file holds a clustering plan (``ClusteringUtils.getClusteringPlan``)."""
-    from lake_orchestration.hudi.model.avro import RequestedReplaceMetadata
-
-    try:
-        data = table.read_instant(Instant(instant.time, Action.REPLACE_COMMIT, State.REQUESTED))
-        if not data:
-            return False
-        md = RequestedReplaceMetadata.from_bytes(data, path=table.instant_path(instant))
-    except LakeOrchestrationError:
-        return False
-    return md.clustering_plan is not None
-
-
 def first_hollow_commit(table: HudiTable, completed: list[Instant]) -> tuple[Instant, Instant] | None:
     """The first pending commit/deltacommit/replacecommit (clustering aside) with a completed commit after it, and
     that later commit; None if there is none."""
-    pending = [
-        i
-        for i in table.timeline.with_actions(*_WRITE_COMMITS).pending()
-        if not (i.action is Action.REPLACE_COMMIT and _is_clustering(table, i))
-    ]
+    pending = [i for i in table.timeline.with_actions(*_WRITE_COMMITS).pending() if not is_clustering(table, i)]
     if not pending:
         return None
     first = pending[0]

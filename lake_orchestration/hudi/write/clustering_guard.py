@@ -29,10 +29,9 @@ import numpy as np
 import pyarrow as pa
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import CorruptFileError, InstantNotFoundError, LakeOrchestrationError, StorageError
-from lake_orchestration.hudi.model.avro import RequestedReplaceMetadata
-from lake_orchestration.hudi.model.instant import Action, Instant, State
+from lake_orchestration.errors import LakeOrchestrationError
 from lake_orchestration.hudi.model.schema import PARTITION_PATH
+from lake_orchestration.hudi.table.clustering import pending_clustering_file_groups as pending_clustering_groups
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.write.records import FILE_ID_COLUMN, OP_COLUMN
 
@@ -41,7 +40,6 @@ ROLLBACK_PENDING_CLUSTERING_KEY = HoodieKey.CLUSTERING_ROLLBACK_PENDING_ON_CONFL
 _PACKAGE = "org.apache.hudi.client.clustering.update.strategy."
 REJECT = _PACKAGE + "SparkRejectUpdateStrategy"
 ALLOW = _PACKAGE + "SparkAllowUpdateStrategy"
-CLUSTER = "CLUSTER"
 
 FileGroupKey = tuple[str, str]
 ClusteringRollback = Callable[[HudiTable, str], object]
@@ -69,20 +67,9 @@ class ClusteringUpdateError(LakeOrchestrationError):
 
 def pending_clustering_file_groups(table: HudiTable) -> dict[FileGroupKey, str]:
     """(partition, file id) of every file group in a pending clustering plan -> the plan's instant time, on the
-    timeline ``table`` holds (Java ``ClusteringUtils.getAllFileGroupsInPendingClusteringPlans``: requested or
-    inflight replacecommits whose requested metadata is a ``CLUSTER`` with a plan; insert_overwrite's are not)."""
-    out: dict[FileGroupKey, str] = {}
-    for inst in table.timeline.with_actions(Action.REPLACE_COMMIT).pending():
-        try:
-            req = table.read_model(Instant(inst.time, inst.action, State.REQUESTED), RequestedReplaceMetadata)
-        except (StorageError, CorruptFileError, InstantNotFoundError):
-            continue  # an insert_overwrite's empty requested file, or none
-        if req.operation_type != CLUSTER or req.clustering_plan is None:
-            continue
-        for group in req.clustering_plan.input_groups or ():
-            for s in group.slices or ():
-                out[(s.partition_path or "", s.file_id or "")] = str(inst.time)
-    return out
+    timeline ``table`` holds (:func:`lake_orchestration.hudi.table.clustering.pending_clustering_file_groups`; Java
+    ``ClusteringUtils.getAllFileGroupsInPendingClusteringPlans``: insert_overwrite's replacecommits are not plans)."""
+    return {(g.partition_path, g.file_id): str(t) for g, t in pending_clustering_groups(table).items()}
 
 
 def updates_strategy(options: Mapping[str, str]) -> tuple[str, bool]:

@@ -29,16 +29,22 @@ from lake_orchestration.hudi.model.avro import (
     RequestedReplaceMetadata,
     SliceInfo,
 )
-from lake_orchestration.hudi.model.file_group import FileGroupId, FileSlice
+from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.clustering.config import ClusteringConfig, PartitionFilterMode
+from lake_orchestration.hudi.table.clustering import (
+    CLUSTER,
+    is_clustering,
+    pending_clustering_file_groups,
+    pending_clustering_plans,
+    requested_replace,
+)
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
 from lake_orchestration.io.hadoop_paths import qualified_path
 
 MB = 1024 * 1024
 CLUSTERING_PLAN_VERSION = 1  # ClusteringPlanStrategy.CLUSTERING_PLAN_VERSION_1
-CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: the requested metadata's operationType
 
 
 @dataclass(frozen=True)
@@ -78,47 +84,6 @@ class ScheduleResult:
 
 
 # -- pending clustering ---------------------------------------------------------------------------------------------
-def requested_replace(table: HudiTable, instant: Instant) -> RequestedReplaceMetadata | None:
-    """The ``HoodieRequestedReplaceMetadata`` of replacecommit ``instant`` (None: an empty requested file, as
-    insert_overwrite writes, or none at all)."""
-    req = Instant(instant.time, Action.REPLACE_COMMIT, State.REQUESTED)
-    if not table.storage.exists(table.instant_path(req)):
-        return None
-    data = table.read_instant(req)
-    if not data:
-        return None
-    return RequestedReplaceMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(req)))
-
-
-def is_clustering(table: HudiTable, instant: Instant) -> bool:
-    """``ClusteringUtils.isClusteringInstant``: the replacecommit's requested metadata says ``CLUSTER``."""
-    if instant.action is not Action.REPLACE_COMMIT:
-        return False
-    md = requested_replace(table, instant)
-    return md is not None and md.operation_type == CLUSTER
-
-
-def pending_clustering_plans(table: HudiTable) -> dict[Instant, ClusteringPlan]:
-    """Every pending clustering (requested or inflight replacecommit with a clustering plan) -> its plan, oldest
-    first, on the timeline the table holds."""
-    out: dict[Instant, ClusteringPlan] = {}
-    for inst in table.timeline.with_actions(Action.REPLACE_COMMIT).pending():
-        md = requested_replace(table, inst)
-        if md is not None and md.operation_type == CLUSTER and md.clustering_plan is not None:
-            out[inst] = md.clustering_plan
-    return out
-
-
-def pending_clustering_file_groups(table: HudiTable) -> dict[FileGroupId, InstantTime]:
-    """File groups of every pending clustering plan -> the plan's instant (``getFileGroupsInPendingClustering``)."""
-    out: dict[FileGroupId, InstantTime] = {}
-    for inst, plan in pending_clustering_plans(table).items():
-        for g in plan.input_groups or ():
-            for s in g.slices or ():
-                out[FileGroupId(s.partition_path or "", s.file_id or "")] = inst.time
-    return out
-
-
 def last_clustering(table: HudiTable) -> Instant | None:
     """``getLastClusteringInstant``: the latest completed replacecommit that is a clustering."""
     for inst in reversed(list(table.timeline.completed().with_actions(Action.REPLACE_COMMIT))):

@@ -15,7 +15,7 @@ import pendulum
 
 from lake_orchestration.errors import InstantNotFoundError, PlanError
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan
-from lake_orchestration.hudi.model.file_group import FileGroupId, FileSlice
+from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import (
     FULL_BOOTSTRAP_INSTANT,
     INIT_INSTANT,
@@ -26,9 +26,9 @@ from lake_orchestration.hudi.model.instant import (
     State,
 )
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig, CompactionStrategyName, TriggerStrategy
+from lake_orchestration.hudi.table.clustering import pending_clustering_file_groups
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.write.clustering_guard import pending_clustering_file_groups
 
 MB = 1024 * 1024
 COMPACTION_PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION: file names, not paths
@@ -216,7 +216,7 @@ def generate_plan(table: HudiTable, cfg: CompactionConfig) -> CompactionPlan:
     view = table.fs_view()
     excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
     # and the file groups of pending clustering plans (BaseHoodieCompactionPlanGenerator#generateCompactionPlan)
-    excluded |= {FileGroupId(p, f) for p, f in pending_clustering_file_groups(table)}
+    excluded |= set(pending_clustering_file_groups(table))
     partitions = filter_partitions(list(view.partitions), cfg)
     ops = []
     for p in partitions:

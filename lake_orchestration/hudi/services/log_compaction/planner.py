@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.avro import CompactionOperation, CompactionPlan, CompactionStrategy
-from lake_orchestration.hudi.model.file_group import FileGroupId, FileSlice
+from lake_orchestration.hudi.model.file_group import FileSlice
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.planner import (
@@ -25,9 +25,9 @@ from lake_orchestration.hudi.services.compaction.planner import (
     validate_instant,
 )
 from lake_orchestration.hudi.services.log_compaction.blocks import log_compaction_plan_filter, optimized_scan
+from lake_orchestration.hudi.table.clustering import pending_clustering_file_groups
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
-from lake_orchestration.hudi.write.clustering_guard import pending_clustering_file_groups
 
 LOG_COMPACTION_EXECUTOR = "org.apache.hudi.table.action.compact.LogCompactionExecutionHelper"
 """``strategy.compactorClassName`` of a log compaction plan (``HoodieLogCompactionPlanGenerator``)."""
@@ -72,7 +72,7 @@ def _schedule_log_compaction(table: HudiTable, cfg: CompactionConfig, given: Ins
     view = table.fs_view()
     excluded = set(view.pending_compaction) | set(view.pending_log_compaction)
     # and the file groups of pending clustering plans (BaseHoodieCompactionPlanGenerator#generateCompactionPlan)
-    excluded |= {FileGroupId(p, f) for p, f in pending_clustering_file_groups(table)}
+    excluded |= set(pending_clustering_file_groups(table))
     flt = log_compaction_plan_filter(table.timeline)
     ops = []
     for fs in view.latest_file_slices():

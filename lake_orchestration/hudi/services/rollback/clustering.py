@@ -17,12 +17,13 @@ import time
 from contextlib import nullcontext
 
 from lake_orchestration.errors import InstantInProgressError, InvalidInstantStateError
-from lake_orchestration.hudi.model.avro import InstantInfo, RequestedReplaceMetadata, RollbackPlan, RollbackRequest
+from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan, RollbackRequest
 from lake_orchestration.hudi.model.file_group import BaseFile, is_base_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.committer import commit_rollback, rollback_metadata
 from lake_orchestration.hudi.services.rollback.config import RollbackConfig
 from lake_orchestration.hudi.services.rollback.planner import pending_rollback_of
+from lake_orchestration.hudi.table.clustering import requested_replace
 from lake_orchestration.hudi.table.heartbeat import attempt_liveness
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import table_lock
@@ -41,14 +42,11 @@ def clustering_attempt_files(table: HudiTable, instant: InstantTime | str) -> di
             path = st.join(m.partition, m.name)
             if st.exists(path):
                 out.setdefault(m.partition, set()).add(path)
-    req = Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED)
     partitions: set[str] = set(out)
-    if st.exists(table.instant_path(req)):
-        data = table.read_instant(req)
-        md = RequestedReplaceMetadata.from_bytes(data, path=st.uri(table.instant_path(req))) if data else None
-        plan = md.clustering_plan if md is not None else None
-        for g in (plan.input_groups or ()) if plan is not None else ():
-            partitions.update(s.partition_path or "" for s in g.slices or ())
+    md = requested_replace(table, Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED))
+    plan = md.clustering_plan if md is not None else None
+    for g in (plan.input_groups or ()) if plan is not None else ():
+        partitions.update(s.partition_path or "" for s in g.slices or ())
     for p in partitions:
         for f in st.list_dir(st.join(p)):
             if (

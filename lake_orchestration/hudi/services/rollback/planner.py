@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.log.log_format import iter_blocks
-from lake_orchestration.hudi.model.avro import InstantInfo, RequestedReplaceMetadata, RollbackPlan, RollbackRequest
+from lake_orchestration.hudi.model.avro import InstantInfo, RollbackPlan, RollbackRequest
 from lake_orchestration.hudi.model.file_group import BaseFile, LogFile, is_base_file_name, is_log_file_name
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
 from lake_orchestration.hudi.services.rollback.repair import read_rollback_plan
+from lake_orchestration.hudi.table.clustering import is_pending_clustering
 from lake_orchestration.hudi.table.heartbeat import heartbeat_path, is_heartbeat_expired
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.marker import list_markers
@@ -26,23 +27,6 @@ from lake_orchestration.io.hadoop_paths import base_path_form, qualified_path, s
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 """Actions of the writes rolled back here (compactions have their own rollback)."""
-
-
-def is_pending_clustering(table: HudiTable, inst: Instant) -> bool:
-    """``inst`` is a pending replacecommit whose requested metadata is a clustering plan (``operationType``
-    ``CLUSTER``): never a failed write (its crashed attempt is rolled back by
-    :func:`~lake_orchestration.hudi.services.rollback.clustering.rollback_inflight_clustering` when the plan runs
-    again)."""
-    if inst.action is not Action.REPLACE_COMMIT or inst.is_completed:
-        return False
-    req = Instant(inst.time, Action.REPLACE_COMMIT, State.REQUESTED)
-    if not table.storage.exists(table.instant_path(req)):
-        return False
-    data = table.read_instant(req)
-    if not data:
-        return False  # insert_overwrite's empty requested file
-    md = RequestedReplaceMetadata.from_bytes(data, path=table.storage.uri(table.instant_path(req)))
-    return md.operation_type == "CLUSTER"
 
 
 @dataclass(frozen=True)
