@@ -185,6 +185,50 @@ def schedule_clustering_step(
     log_health(context, cfg, translator, table)
 
 
+def clustering_run_step(
+    context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator
+) -> None:
+    """Schedule a clustering plan on ``cfg`` (Hudi's trigger decides), then execute and commit its pending plans
+    (FIFO, at most ``max_plans_per_tick``), each a no-op when committed and skipped when another process executes
+    it: the fleet model's ``fleet__clustering`` run (``lake-orch clustering run --schedule`` on one table)."""
+    from lake_orchestration.hudi.services.clustering import run_clustering_plan
+
+    with hudi_step(cfg) as step:
+        table = step.open_table()
+        ccfg = cfg.clustering_config()
+        scheduled = schedule_clustering(table, config=ccfg)
+        context.log.info(f"{cfg.name}: {scheduled.reason}" + (f" ({scheduled.instant})" if scheduled.instant else ""))
+        plans = select_pending_plans(table, seq=cfg.compaction_seq, max_plans=cfg.max_plans_per_tick)
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        runs = []
+        for instant in plans:
+            step.instant = instant
+            with progress_in_run_log(context, spark):
+                runs.append(
+                    run_clustering_plan(
+                        table, instant, config=ccfg, make_engine=lambda: table_engine(cfg.engine, spark)
+                    )
+                )
+    committed = [r for r in runs if r.result is not None]
+    for r in runs:
+        if r.skipped:
+            context.log.warning(f"Skipping clustering {r.instant} of {cfg.name}: {r.skipped}")
+    context.add_output_metadata(
+        {
+            "table": cfg.name,
+            "scheduled": str(scheduled.instant or ""),
+            "reason": scheduled.reason,
+            "committed": [r.instant for r in committed],
+            "rows_written": dg.MetadataValue.int(sum(r.result.rows_written for r in committed if r.result)),
+            "file_groups_replaced": dg.MetadataValue.int(
+                sum(r.result.file_groups_replaced for r in committed if r.result)
+            ),
+        }
+    )
+    if committed:
+        log_health(context, cfg, translator, table)
+
+
 def build_clustering_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>/clustering``: materializing partition ``<instant>`` runs ``execute_plan`` -> ``commit``."""
 

@@ -18,7 +18,9 @@ set, whatever the number of tables:
   table of a run is its tag ``lake_orchestration/table`` (the sensors and schedules set it; from the launchpad, add
   the tag).
 * one sensor per service kind: ``fleet__compaction_sensor``, ``fleet__clean_sensor``, ``fleet__archive_sensor``,
-  ``fleet__stale_inflight_sensor``. Each tick walks every table with one listing of ``.hoodie/``
+  ``fleet__stale_inflight_sensor`` (and ``fleet__clustering_sensor``, with the job ``fleet__clustering`` and a
+  schedule per ``clustering_cron``, when a table opts into clustering: ``hoodie.clustering.async.enabled``). Each
+  tick walks every table with one listing of ``.hoodie/``
   (:func:`lake_orchestration.fleet.probe.probe`); a table whose listing did not change since the sensor's last tick
   (its fingerprint, kept per table in the cursor) costs that one request and nothing else. Of the changed tables the
   sensor requests at most ``budget_per_tick`` runs, most overdue x weight first
@@ -486,9 +488,45 @@ def _build_jobs(fleet: _Fleet, retry: dg.RetryPolicy) -> dict[str, Any]:
         merge_op(archive_op())
 
     out = {"schedule_compaction": schedule_job, "rollback": rollback_job, "clean": clean_job, "archive": archive_job}
+    if _clustering_tables(fleet.configs.values()):
+        out["clustering"] = _build_clustering_job(fleet, retry, tr)
     if any(c.format == "paimon" for c in fleet.configs.values()) or _may_find_paimon(fleet.discovery):
         out["paimon_compaction"] = _build_paimon_job(fleet, retry)
     return out
+
+
+def _clustering_tables(configs: Any) -> list[str]:
+    """The Hudi tables that opt into clustering (``hoodie.clustering.async.enabled`` in ``clustering_options``)."""
+    return [c.name for c in configs if c.format == "hudi" and c.clustering_enabled]
+
+
+def _build_clustering_job(fleet: "_Fleet", retry: dg.RetryPolicy, tr: DagsterHudiTranslator) -> Any:
+    """``fleet__clustering``: schedule a clustering plan of the run's table, then execute and commit its pending
+    plans (one op; the fleet has no clustering asset)."""
+    from lake_orchestration.dagster.clustering import clustering_run_step
+
+    @_fleet_op("clustering", "clustering", retry, required_resource_keys=fleet.spark_keys)
+    def clustering_op(context: dg.OpExecutionContext) -> None:
+        cfg = fleet.of_run(context)
+        if not cfg.clustering_enabled:
+            raise dg.Failure(
+                f"Table {cfg.name!r} does not enable clustering: expected hoodie.clustering.async.enabled: true in "
+                "its clustering_options",
+                allow_retries=False,
+            )
+        clustering_run_step(context, cfg, tr)
+
+    @dg.job(
+        name="fleet__clustering",
+        executor_def=LIGHT_EXECUTOR,
+        description=(
+            "Cluster the run's table: schedule a plan if Hudi's trigger fires, execute and commit pending plans"
+        ),
+    )
+    def clustering_job() -> None:
+        clustering_op()
+
+    return clustering_job
 
 
 def _may_find_paimon(discovery: FleetDiscovery | None) -> bool:
@@ -965,11 +1003,14 @@ def _build_schedules(fleet: _Fleet, jobs: Mapping[str, Any], budget: int) -> lis
         ("clean", "hudi", "clean_cron", "clean"),
         ("archive", "hudi", "archive_cron", "archive"),
         ("paimon_compaction", "paimon", "schedule_cron", "paimon_compaction"),
+        ("clustering", "hudi", "clustering_cron", "clustering"),
     )
     for service, fmt, attr, job_key in kinds:
+        if job_key not in jobs:
+            continue  # clustering: no table opts in
         by_cron: dict[str, list[str]] = {}
         for name, cfg in sorted(fleet.configs.items()):
-            if cfg.format == fmt and getattr(cfg, attr):
+            if cfg.format == fmt and getattr(cfg, attr) and (service != "clustering" or cfg.clustering_enabled):
                 by_cron.setdefault(getattr(cfg, attr), []).append(name)
         for cron, names in sorted(by_cron.items()):
             out.append(_schedule(fleet, service, cron, (fmt, attr), names, jobs[job_key], budget))
@@ -997,7 +1038,11 @@ def _schedule(
         fleet.refresh(log=context.log)  # the tables of the latest discovery whose cron is this one
         view = fleet.view()
         fmt, attr = kind
-        names = sorted(n for n, c in view.configs.items() if c.format == fmt and getattr(c, attr) == cron)
+        names = sorted(
+            n
+            for n, c in view.configs.items()
+            if c.format == fmt and getattr(c, attr) == cron and (service != "clustering" or c.clustering_enabled)
+        )
         tick = evaluate(
             view,
             "compaction" if service == "paimon_compaction" else service,
@@ -1063,7 +1108,8 @@ def build_fleet_definitions(
     health_job = dg.define_asset_job(
         "fleet__measure_health", selection=dg.AssetSelection.assets(HEALTH_KEY), executor_def=LIGHT_EXECUTOR
     )
-    sensors = [_build_sensor(fleet, s, _sensor_jobs(s, jobs, compaction_job), budget_per_tick) for s in SENSOR_SERVICES]
+    services = [*SENSOR_SERVICES, *(["clustering"] if "clustering" in jobs else [])]
+    sensors = [_build_sensor(fleet, s, _sensor_jobs(s, jobs, compaction_job), budget_per_tick) for s in services]
     schedules = _build_schedules(fleet, jobs, budget_per_tick)
     assets: list[Any] = [compaction_asset, health_asset]
     all_jobs: list[Any] = [compaction_job, health_job, *jobs.values()]

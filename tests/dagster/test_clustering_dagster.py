@@ -118,3 +118,33 @@ def test_schedule_job_partition_materialize_then_sensor_requests_a_cli_plan(tmp_
     assert _completed_replacecommits(path) == [first, second]
     assert _sorted_by_fare(path, second)
     assert_same_rows(hudi_rs_snapshot(path), before, ignore=REWRITTEN_BY_SERVICES)
+
+
+def test_fleet_model_clusters_only_the_tables_that_opt_in(tmp_path: Path) -> None:
+    from lake_orchestration.dagster.fleet import TABLE_TAG, build_fleet_definitions
+
+    for name in ("on", "off"):
+        for seed in (1, 2, 3):
+            _bulk_insert(tmp_path / name, seed)
+    configs = [
+        HudiTableConfig(name="on", base_path=str(tmp_path / "on"), clustering_options=OPTIONS),
+        HudiTableConfig(name="off", base_path=str(tmp_path / "off")),
+    ]
+    plain = build_fleet_definitions(tables=configs[1:])
+    assert "fleet__clustering" not in {j.name for j in plain.jobs}
+    assert "fleet__clustering_sensor" not in {s.name for s in plain.sensors}
+    defs = build_fleet_definitions(tables=configs)
+    assert any(s.name.startswith("fleet__clustering__") for s in defs.schedules)
+    before = hudi_rs_snapshot(tmp_path / "on")
+    with dg.instance_for_test() as instance:
+        sensor = defs.resolve_sensor_def("fleet__clustering_sensor")
+        tick = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        (req,) = tick.run_requests  # the table that opts in only (3 commits >= async.max.commits 1)
+        assert req.job_name == "fleet__clustering" and req.tags[TABLE_TAG] == "on"
+        run = defs.resolve_job_def(req.job_name).execute_in_process(instance=instance, tags=req.tags)
+        assert run.success
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=tick.cursor))
+        assert not again.run_requests  # no commit since the clustering
+    assert len(_completed_replacecommits(tmp_path / "on")) == 1
+    assert not _completed_replacecommits(tmp_path / "off")
+    assert_same_rows(hudi_rs_snapshot(tmp_path / "on"), before, ignore=REWRITTEN_BY_SERVICES)
