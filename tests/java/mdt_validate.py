@@ -20,8 +20,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lake_orchestration.hudi.metadata.reader import metadata_file_listing
+from lake_orchestration.hudi.metadata.writer import metadata_table
+from lake_orchestration.hudi.model.instant import State
+from lake_orchestration.hudi.table.hudi_table import HudiTable
 from tests.java.harness import JavaHudi
-from tests.java.interop import JavaTable, data_files, procedure
+from tests.java.interop import JavaTable, assert_rows_equal, data_files, java_read, procedure
+
+MDT_DEFAULTS = {
+    "hoodie.metadata.enable": "true",
+    # 0.15's defaults, spelled out: the files partition only
+    "hoodie.metadata.index.column.stats.enable": "false",
+    "hoodie.metadata.index.bloom.filter.enable": "false",
+    "hoodie.metadata.record.index.enable": "false",
+}
+"""Java's write options for a table keeping its metadata table (0.15's defaults)."""
+READ_MDT = {"hoodie.metadata.enable": "true"}
+"""Java's read options listing files through the metadata table."""
 
 
 def storage_listing(path: Path) -> dict[tuple[str, str], int]:
@@ -76,3 +91,21 @@ def validate_metadata_table(java: JavaHudi, table: JavaTable | Path, what: str =
         )
     assert not failures, f"{what}: " + "\n".join(failures)
     return views
+
+
+def our_listing(path: Path) -> dict[tuple[str, str], int]:
+    """(partition, file name) -> size as our MDT reader lists the table's files."""
+    listing = metadata_file_listing(HudiTable(str(path)))
+    assert listing is not None, "our reader did not list through the metadata table"
+    return {(p, f.name): f.size for p, files in listing.items() for f in files}
+
+
+def check_metadata_table(java: JavaHudi, table: JavaTable, what: str) -> None:
+    """Java validates the MDT (:func:`validate_metadata_table`: ``validate_metadata_table_files`` equals the storage
+    listing; latest base files and latest file slices through the MDT equal a storage listing's); Java reads the
+    model through the MDT; our reader agrees; no MDT instant is left pending."""
+    validate_metadata_table(java, table, what)
+    assert our_listing(table.path) == storage_listing(table.path), f"{what}: our MDT reader's listing != storage"
+    assert_rows_equal(java_read(java, table, **READ_MDT), table.expected(), f"{what}: Java's snapshot with the MDT")
+    mdt = metadata_table(HudiTable(str(table.path)))
+    assert not [i.file_name for i in mdt.timeline.instants if i.state is not State.COMPLETED], what

@@ -39,7 +39,8 @@ from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, java_write, procedure, trips
-from tests.java.test_metadata_table_services import MDT_DEFAULTS, _check
+from tests.java.mdt_validate import MDT_DEFAULTS
+from tests.java.mdt_validate import check_metadata_table as _check
 
 pytestmark = [pytest.mark.java]
 

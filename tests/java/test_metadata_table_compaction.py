@@ -4,7 +4,8 @@ Java writes a partitioned MERGE_ON_READ table with its defaults (metadata table 
 ``hoodie.metadata.compact.max.delta.commits=3`` in the table's ``hoodie.properties`` (this project's commit path
 reads it there), our next write compacts the MDT at ``<latest MDT deltacommit>001`` before its own MDT deltacommit,
 as Java's ``performTableServices`` does when a write starts. That write is killed right before the MDT compaction's
-commit; after our rollback of the killed write, our next write finishes the pending MDT compaction first. After each step Java's
+commit; after our rollback of the killed write, our next write finishes the pending MDT compaction first. After
+each step Java's
 ``validate_metadata_table_files`` equals the storage listing, Java reads the expected rows through the MDT and our
 reader agrees; hudi-rs decodes our base HFile; our archive then gets past the Java instants it could not archive
 before (it stops at the MDT's latest compaction). Java writes on top and compacts the MDT itself; the base HFile
@@ -34,7 +35,8 @@ from lake_orchestration.hudi.write import write_table
 from tests.conftest import REPO_ROOT
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, java_write, trips
-from tests.java.test_metadata_table_services import MDT_DEFAULTS, _check
+from tests.java.mdt_validate import MDT_DEFAULTS
+from tests.java.mdt_validate import check_metadata_table as _check
 
 pytestmark = [pytest.mark.java]
 

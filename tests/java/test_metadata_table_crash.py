@@ -28,8 +28,9 @@ from lake_orchestration.hudi.table.hudi_table import HudiTable
 from tests.conftest import REPO_ROOT
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, assert_rows_equal, java_read, java_write, trips
-from tests.java.mdt_validate import storage_listing
-from tests.java.test_metadata_table_services import MDT_DEFAULTS, READ_MDT, _check, _our_listing
+from tests.java.mdt_validate import MDT_DEFAULTS, READ_MDT, storage_listing
+from tests.java.mdt_validate import check_metadata_table as _check
+from tests.java.mdt_validate import our_listing as _our_listing
 
 pytestmark = [pytest.mark.java]
 

@@ -32,7 +32,8 @@ from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import REPO_ROOT
 from tests.java.harness import JavaHudi
 from tests.java.interop import PARTITIONED, JavaTable, Model, assert_rows_equal, java_read, java_write, trips
-from tests.java.test_metadata_table_services import MDT_DEFAULTS, READ_MDT, _check
+from tests.java.mdt_validate import MDT_DEFAULTS, READ_MDT
+from tests.java.mdt_validate import check_metadata_table as _check
 
 pytestmark = [pytest.mark.java]
 

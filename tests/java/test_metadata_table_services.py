@@ -23,7 +23,6 @@ import pytest
 
 from lake_orchestration.datagen import generate_updates
 from lake_orchestration.errors import MetadataTableError
-from lake_orchestration.hudi.metadata.reader import metadata_file_listing
 from lake_orchestration.hudi.metadata.writer import metadata_table
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
@@ -46,36 +45,13 @@ from tests.java.interop import (
     java_write,
     trips,
 )
-from tests.java.mdt_validate import storage_listing, validate_metadata_table
+from tests.java.mdt_validate import MDT_DEFAULTS, READ_MDT, storage_listing
+from tests.java.mdt_validate import check_metadata_table as _check
+from tests.java.mdt_validate import our_listing as _our_listing
 
 pytestmark = [pytest.mark.java]
 
 MOR = TableType.MERGE_ON_READ
-MDT_DEFAULTS = {
-    "hoodie.metadata.enable": "true",
-    # 0.15's defaults, spelled out: the files partition only
-    "hoodie.metadata.index.column.stats.enable": "false",
-    "hoodie.metadata.index.bloom.filter.enable": "false",
-    "hoodie.metadata.record.index.enable": "false",
-}
-READ_MDT = {"hoodie.metadata.enable": "true"}
-
-
-def _our_listing(path: Path) -> dict[tuple[str, str], int]:
-    listing = metadata_file_listing(HudiTable(str(path)))
-    assert listing is not None, "our reader did not list through the metadata table"
-    return {(p, f.name): f.size for p, files in listing.items() for f in files}
-
-
-def _check(java: JavaHudi, table: JavaTable, what: str) -> None:
-    """Java validates the MDT (:func:`validate_metadata_table`: ``validate_metadata_table_files`` equals the storage
-    listing; latest base files and latest file slices through the MDT equal a storage listing's); Java reads the
-    model through the MDT; our reader agrees; no MDT instant is left pending."""
-    validate_metadata_table(java, table, what)
-    assert _our_listing(table.path) == storage_listing(table.path), f"{what}: our MDT reader's listing != storage"
-    assert_rows_equal(java_read(java, table, **READ_MDT), table.expected(), f"{what}: Java's snapshot with the MDT")
-    mdt = metadata_table(HudiTable(str(table.path)))
-    assert not [i.file_name for i in mdt.timeline.instants if i.state is not State.COMPLETED], what
 
 
 def _files(path: Path) -> dict[Path, tuple[int, int]]:
