@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from lake_orchestration.datagen import generate_updates
+from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType, iter_blocks
+from lake_orchestration.hudi.metadata.records import FILES_PARTITION, decode_hfile
 from lake_orchestration.hudi.metadata.writer import metadata_table
 from lake_orchestration.hudi.model.instant import Action, State
 from lake_orchestration.hudi.model.properties import TableType
@@ -87,6 +89,25 @@ def mdt_table(java_hudi: JavaHudi, tmp_path_factory: pytest.TempPathFactory) -> 
     return table, Shared()
 
 
+def _mdt_blocks_at(path: Path, instant: str) -> list[dict[str, tuple[dict[str, int], list[str]]]]:
+    """Every HFile data block of the MDT's ``files`` partition written at ``instant``: record key -> (files added
+    with their sizes, files deleted)."""
+    mdt = metadata_table(HudiTable(str(path)))
+    out = []
+    for f in sorted(mdt.storage.list_dir(mdt.storage.join(FILES_PARTITION)), key=lambda f: f.name):
+        if ".log." not in f.name or f.name.endswith(".crc"):
+            continue
+        raw = mdt.storage.read_bytes(f.path)
+        for block in iter_blocks(raw, f.path):
+            if (
+                block.block_type is LogBlockType.HFILE_DATA_BLOCK
+                and block.header_map[HeaderKey.INSTANT_TIME] == instant
+            ):
+                records = decode_hfile(block.content, where=f.path, schema_json=block.get(HeaderKey.SCHEMA))
+                out.append({r.key: (r.file_sizes(), r.deletions()) for r in records})
+    return out
+
+
 def _file_groups(path: Path) -> dict[str, set[tuple[str, str]]]:
     """File id -> its (partition, file name) on storage (base and log files)."""
     out: dict[str, set[tuple[str, str]]] = {}
@@ -97,7 +118,7 @@ def _file_groups(path: Path) -> dict[str, set[tuple[str, str]]]:
 
 
 @pytest.mark.interop(
-    direction="Java writes with its metadata table on → our clustering keeps it → Java validates",
+    direction="Java writes with its metadata table on → our writes and services keep it → Java validates",
     table="MOR partitioned, metadata table on (log files in the clustered slices)",
     service="clustering killed after its MDT step, rolled back, executed again",
     checks="the killed attempt's MDT deltacommit rolled back with it; after the rollback and after the "
@@ -139,6 +160,14 @@ def test_killed_clustering_rolled_back_then_executed(java_hudi: JavaHudi, mdt_ta
     after = storage_listing(table.path)
     assert set(before) <= set(after), "the replaced files are on storage until a clean deletes them"
     check_metadata_table(java_hudi, table, "after our replacecommit")
+    # Java's convertMetadataToFilesPartitionRecords(HoodieCommitMetadata) for a replacecommit: the partitions of its
+    # write stats in the partition list, each partition's new files with their sizes, no file deleted (the replaced
+    # files leave the files partition when a clean deletes them)
+    new = {k: size for k, size in after.items() if k not in before}
+    assert new and all(killed in name for _, name in new)
+    expected = {p: ({n: size for (q, n), size in new.items() if q == p}, []) for p, _ in new}
+    expected["__all_partitions__"] = ({p: 0 for p, _ in new}, [])
+    assert expected in _mdt_blocks_at(table.path, killed), "our MDT block for the replacecommit is not Java's records"
     state.instant = killed
     groups = _file_groups(table.path)
     state.replaced = {f for fid, files in groups.items() if not any(killed in n for _, n in files) for f in files}
