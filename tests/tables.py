@@ -27,9 +27,10 @@ T = TypeVar("T")
 _TEMPLATES: dict[tuple[object, ...], tuple[Path, object]] = {}
 
 
-def _copied(tmp_path: Path, key: tuple[object, ...], build: Callable[[Path], T]) -> tuple[Path, T]:
+def built_once(tmp_path: Path, key: tuple[object, ...], build: Callable[[Path], T]) -> tuple[Path, T]:
     """``tmp_path / "t"``: a copy of the table ``build(folder)`` wrote into ``folder / "t"`` the first time ``key``
-    was asked for in this process; with what ``build`` returned then."""
+    was asked for in this process; with what ``build`` returned then. ``key`` names the builder and its arguments
+    (unique across modules: a module's own builder puts its module's name first)."""
     if key not in _TEMPLATES:
         folder = Path(tempfile.mkdtemp(prefix="lake-orch-test-table-"))
         atexit.register(shutil.rmtree, folder, True)
@@ -61,7 +62,7 @@ def trips_table(
         options = trips_options(table_type=table_type)
         return write_trips_history(folder / "t", options, rows=rows, upserts=commits - 1, fraction=fraction)
 
-    return _copied(tmp_path, ("trips", commits, table_type, rows, fraction), build)
+    return built_once(tmp_path, ("trips", commits, table_type, rows, fraction), build)
 
 
 def generated_table(tmp_path: Path, *, deltas: int = 6) -> Path:
@@ -89,7 +90,7 @@ def generated_table(tmp_path: Path, *, deltas: int = 6) -> Path:
                     options=GENERATED_OPTIONS,
                 )
 
-    return _copied(tmp_path, ("generated", deltas), build)[0]
+    return built_once(tmp_path, ("generated", deltas), build)[0]
 
 
 def fake_metadata_table(path: Path) -> None:

@@ -33,7 +33,7 @@ from lake_orchestration.hudi.table import HudiTable
 from lake_orchestration.hudi.write import WriteOptions, write_table
 from tests.conftest import SHARED, HudiFixture, require_shared
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
-from tests.tables import fake_metadata_table
+from tests.tables import built_once, fake_metadata_table
 from tests.trips import trips_options
 
 
@@ -68,23 +68,27 @@ def _data_files(path: Path) -> set[str]:
 
 
 def _mor(tmp_path: Path, *, rounds: int = 9, compact_every: int = 3) -> Path:
-    """A MOR table: bulk insert, upserts and deletes, a compaction every few deltacommits (4 partitions)."""
-    path = tmp_path / "t"
-    opts = trips_options(hive_style_partitioning=True, max_rows_per_file=80, small_file_limit=0)
-    base = generate_trips(320, partitions=4, seed=1)
-    write_table(str(path), base, operation="bulk_insert", options=opts)
-    for n in range(rounds):
-        write_table(
-            str(path),
-            generate_updates(base, fraction=0.15, seed=n, ts_offset=(n + 1) * 10**7),
-            operation="upsert",
-            options=opts,
-        )
-        if n % 4 == 3:
-            write_table(str(path), pick_deletes(base, fraction=0.02, seed=50 + n), operation="delete", options=opts)
-        if n % compact_every == compact_every - 1:
-            run_compaction(HudiTable(str(path)), schedule=True, config=CompactionConfig(max_delta_commits=1))
-    return path
+    """A MOR table: bulk insert, upserts and deletes, a compaction every few deltacommits (4 partitions); written
+    once per test process and copied (tests.tables.built_once)."""
+
+    def build(folder: Path) -> None:
+        path = folder / "t"
+        opts = trips_options(hive_style_partitioning=True, max_rows_per_file=80, small_file_limit=0)
+        base = generate_trips(320, partitions=4, seed=1)
+        write_table(str(path), base, operation="bulk_insert", options=opts)
+        for n in range(rounds):
+            write_table(
+                str(path),
+                generate_updates(base, fraction=0.15, seed=n, ts_offset=(n + 1) * 10**7),
+                operation="upsert",
+                options=opts,
+            )
+            if n % 4 == 3:
+                write_table(str(path), pick_deletes(base, fraction=0.02, seed=50 + n), operation="delete", options=opts)
+            if n % compact_every == compact_every - 1:
+                run_compaction(HudiTable(str(path)), schedule=True, config=CompactionConfig(max_delta_commits=1))
+
+    return built_once(tmp_path, ("test_clean._mor", rounds, compact_every), build)[0]
 
 
 def _completed_commits(path: Path) -> list[str]:
