@@ -221,13 +221,15 @@ def test_write_upsert_delete_into_java_fixture_hudi_rs_reads_expected(fresh_fixt
         assert all(b.block_type is not LogBlockType.CORRUPT_BLOCK for b in iter_blocks(f.read_bytes()))
 
 
+# a write of 200 base files (100,000 rows, 500 a file), long enough to be killed midway (generating the rows was
+# most of the test's time when it wrote the same 200 files of 2,000 rows)
 _KILL_SCRIPT = """
 import sys
 from lake_orchestration.datagen import generate_trips
 from lake_orchestration.hudi.write import WriteOptions, write_table
 opts = WriteOptions(table_name="t", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
-                    max_rows_per_file=2000, small_file_limit=0)
-write_table(sys.argv[1], generate_trips(400_000, partitions=8, seed=9), operation="insert", options=opts)
+                    max_rows_per_file=500, small_file_limit=0)
+write_table(sys.argv[1], generate_trips(100_000, partitions=8, seed=9), operation="insert", options=opts)
 """
 
 
