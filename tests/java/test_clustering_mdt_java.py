@@ -1,6 +1,6 @@
 """Our clustering keeps a Java table's metadata table (MDT), with Java Hudi 0.15 as the oracle (issue 29).
 
-Java writes a partitioned MERGE_ON_READ table with its defaults (metadata table on): two inserts and an upsert, so
+Java writes a partitioned MERGE_ON_READ table with its defaults (metadata table on): an insert and an upsert, so
 each partition has two small file groups with log files. Our clustering attempt is killed (``os._exit``, as a
 SIGKILL) right when the ``replacecommit`` would complete: its MDT deltacommit is completed, the replacecommit
 inflight. Our rollback of the attempt rolls that MDT deltacommit back; Java validates the MDT
@@ -78,12 +78,12 @@ class Shared:
 
 @pytest.fixture(scope="module")
 def mdt_table(java_hudi: JavaHudi, tmp_path_factory: pytest.TempPathFactory) -> tuple[JavaTable, Shared]:
-    """Java writes a MOR table keeping its MDT: insert, insert of new keys, upsert (log files)."""
+    """Java writes a MOR table keeping its MDT: an insert split into two file groups per partition (Java's insert
+    buckets hold ``max.file.size`` / 1 KB estimated per record: 64 records), an upsert (log files)."""
     root = tmp_path_factory.mktemp("clustering-mdt")
-    base = trips(160, seed=61)
+    base = trips(200, seed=61)
     table = JavaTable(root / "t", PARTITIONED, TableType.MERGE_ON_READ, Model(("city", "uuid")), base.schema, [], root)
-    java_write(java_hudi, table, base, "insert", **MDT_DEFAULTS)
-    java_write(java_hudi, table, trips(120, seed=62), "insert", **MDT_DEFAULTS)
+    java_write(java_hudi, table, base, "insert", **MDT_DEFAULTS, **{"hoodie.parquet.max.file.size": str(64 * 1024)})
     ups = generate_updates(table.expected(), fraction=0.3, seed=63, ts_offset=10**6)
     java_write(java_hudi, table, ups, "upsert", **MDT_DEFAULTS)
     return table, Shared()
@@ -129,6 +129,8 @@ def test_killed_clustering_rolled_back_then_executed(java_hudi: JavaHudi, mdt_ta
     table, state = mdt_table
     before = storage_listing(table.path)
     assert [n for n in before if ".log." in n[1]], "the Java-written table has no log files"
+    bases = [p for p, n in before if n.endswith(".parquet")]
+    assert all(bases.count(p) >= 2 for p in bases), f"Java wrote one file group in a partition: {sorted(before)}"
     proc = subprocess.run(
         [sys.executable, "-c", _KILLED_CLUSTERING, str(table.path), repr(OPTIONS)],
         cwd=REPO_ROOT,
