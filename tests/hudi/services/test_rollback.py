@@ -26,6 +26,8 @@ from tests.conftest import REPO_ROOT
 from tests.oracle import assert_same_rows, hudi_rs_snapshot
 from tests.tables import fake_metadata_table
 
+# an upsert of 10,000 updates and 75,000 inserts in 150 new base files (500 a file), long enough to be killed midway
+# (generating the rows was most of the tests' time when it wrote the same 150 files of 2,000 from 300,000 inserts)
 _KILL = """
 import sys
 import pyarrow as pa
@@ -33,9 +35,9 @@ from lake_orchestration.datagen import generate_trips, generate_updates
 from lake_orchestration.hudi.write import WriteOptions, write_table
 base = generate_trips(20_000, partitions=4, seed=1)
 rows = pa.concat_tables([generate_updates(base, fraction=0.5, seed=3, ts_offset=10**8),
-                         generate_trips(300_000, partitions=4, seed=77)])
+                         generate_trips(75_000, partitions=4, seed=77)])
 write_table(sys.argv[1], rows, operation="upsert",
-            options=WriteOptions(max_rows_per_file=2000, small_file_limit=0, heartbeat_interval_ms=200))
+            options=WriteOptions(max_rows_per_file=500, small_file_limit=0, heartbeat_interval_ms=200))
 """
 
 
