@@ -304,11 +304,13 @@ def test_compaction_process_killed_midway_next_run_recovers(tmp_path: Path) -> N
         record_key_fields=("uuid",),
         partition_fields=("city",),
         precombine_field="ts",
-        max_rows_per_file=2000,
+        max_rows_per_file=500,
         small_file_limit=0,
         compression="gzip",
     )
-    base = generate_trips(120_000, partitions=8, seed=3)
+    # 80 file groups of 500 rows: a compaction long enough to be killed midway (120,000 rows of 2,000 made 60 groups,
+    # four times the rows to generate, write and compact again)
+    base = generate_trips(40_000, partitions=8, seed=3)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     write_table(str(path), generate_updates(base, fraction=0.3, seed=4), operation="upsert", options=opts)
     before = hudi_rs_snapshot(path)
