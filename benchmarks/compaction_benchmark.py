@@ -45,15 +45,25 @@ CODEC = "snappy"
 
 def build(path: Path, *, rows: int, groups: int, update_fraction: float, delete_fraction: float) -> None:
     opts = WriteOptions(
-        table_name="bench", record_key_fields=("uuid",), partition_fields=("city",), precombine_field="ts",
-        hive_style_partitioning=True, max_rows_per_file=rows // groups, small_file_limit=0, compression=CODEC,
+        table_name="bench",
+        record_key_fields=("uuid",),
+        partition_fields=("city",),
+        precombine_field="ts",
+        hive_style_partitioning=True,
+        max_rows_per_file=rows // groups,
+        small_file_limit=0,
+        compression=CODEC,
     )
     base = generate_trips(rows, partitions=1, seed=1)
     write_table(str(path), base, operation="bulk_insert", options=opts)
     half = update_fraction / 2
     for n in range(2):  # two deltacommits -> two log files per group
-        write_table(str(path), generate_updates(base, fraction=half, seed=10 + n, ts_offset=(n + 1) * 10**7),
-                    operation="upsert", options=opts)
+        write_table(
+            str(path),
+            generate_updates(base, fraction=half, seed=10 + n, ts_offset=(n + 1) * 10**7),
+            operation="upsert",
+            options=opts,
+        )
     write_table(str(path), pick_deletes(base, fraction=delete_fraction, seed=20), operation="delete", options=opts)
 
 
@@ -166,8 +176,9 @@ def run_pool(path: Path, processes: int, root: Path) -> dict:
     """The same compaction tasks in a plain process pool (spawned, so the script is a file)."""
     script = root / "pool.py"
     script.write_text(_POOL)
-    out = subprocess.run([sys.executable, str(script), str(path), str(processes), CODEC], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(script), str(path), str(processes), CODEC], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -175,8 +186,12 @@ def floor(path: Path, out: Path) -> dict:
     """pyarrow in a fresh process: read the base file and write the same rows to a new parquet file."""
     t = HudiTable(str(path))
     (fs,) = t.fs_view().latest_merged_file_slices_before_or_on(str(t.timeline.latest_completed_commit_time()))
-    res = subprocess.run([sys.executable, "-c", _FLOOR, str(path / fs.base_file.relative_path), str(out), CODEC],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", _FLOOR, str(path / fs.base_file.relative_path), str(out), CODEC],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -203,8 +218,13 @@ def main() -> None:
         if not args.skip_single:
             one = root / "one"
             t0 = time.perf_counter()
-            build(one, rows=args.rows, groups=1, update_fraction=args.update_fraction,
-                  delete_fraction=args.delete_fraction)
+            build(
+                one,
+                rows=args.rows,
+                groups=1,
+                update_fraction=args.update_fraction,
+                delete_fraction=args.delete_fraction,
+            )
             print(f"built a {args.rows:,}-row file group in {time.perf_counter() - t0:.1f}s")
             schedule_compaction(HudiTable(str(one)), force=True)
             runs = (
@@ -221,20 +241,29 @@ def main() -> None:
                     results[label].append(r)
                     print(f"  compaction, {label}: {r['seconds']:.2f}s wall, {r['cpu']:.2f}s CPU")
             f = min(floors, key=lambda x: x["seconds"])
-            print(f"floor (pyarrow read base + write parquet, best of {len(floors)}): {f['seconds']:.2f}s wall, "
-                  f"{f['cpu']:.2f}s CPU")
+            print(
+                f"floor (pyarrow read base + write parquet, best of {len(floors)}): {f['seconds']:.2f}s wall, "
+                f"{f['cpu']:.2f}s CPU"
+            )
             for label, _ in runs:
                 r = min(results[label], key=lambda x: x["seconds"])
                 inputs = args.rows + r["log_records"]
-                print(f"compaction, {label}, local engine (best of {len(results[label])}): {r['seconds']:.2f}s wall, "
-                      f"{r['cpu']:.2f}s CPU, {inputs / r['cpu']:,.0f} input rows/s per core (CPU), "
-                      f"{inputs / r['seconds']:,.0f} input rows/s (wall), {r['rows']:,} rows written, "
-                      f"peak RSS {r['rss_mb']:.0f} MB, ratio to floor {r['seconds'] / f['seconds']:.2f} wall "
-                      f"(target <= 1.5), {r['cpu'] / f['cpu']:.2f} CPU")
+                print(
+                    f"compaction, {label}, local engine (best of {len(results[label])}): {r['seconds']:.2f}s wall, "
+                    f"{r['cpu']:.2f}s CPU, {inputs / r['cpu']:,.0f} input rows/s per core (CPU), "
+                    f"{inputs / r['seconds']:,.0f} input rows/s (wall), {r['rows']:,} rows written, "
+                    f"peak RSS {r['rss_mb']:.0f} MB, ratio to floor {r['seconds'] / f['seconds']:.2f} wall "
+                    f"(target <= 1.5), {r['cpu'] / f['cpu']:.2f} CPU"
+                )
         if not args.skip_spark:
             many = root / "many"
-            build(many, rows=args.groups * args.group_rows, groups=args.groups,
-                  update_fraction=args.update_fraction, delete_fraction=args.delete_fraction)
+            build(
+                many,
+                rows=args.groups * args.group_rows,
+                groups=args.groups,
+                update_fraction=args.update_fraction,
+                delete_fraction=args.delete_fraction,
+            )
             schedule_compaction(HudiTable(str(many)), force=True)
             kinds = ("fresh", "warm")
             masters = ("local[1]", "local[2]")
@@ -244,8 +273,10 @@ def main() -> None:
                 for (kind, master), got in spark_runs.items():
                     warm = fresh_copy(many, root / "warm") if kind == "warm" else None
                     got.append(run_child(fresh_copy(many, root / "work"), master, warm=warm))
-                    print(f"  {master}, {kind} workers: {got[-1]['seconds']:.2f}s, workers' CPU "
-                          f"{got[-1]['worker_user']:.1f}s user + {got[-1]['worker_sys']:.1f}s system")
+                    print(
+                        f"  {master}, {kind} workers: {got[-1]['seconds']:.2f}s, workers' CPU "
+                        f"{got[-1]['worker_user']:.1f}s user + {got[-1]['worker_sys']:.1f}s system"
+                    )
                 if not args.skip_pool:
                     for n, got in pool_runs.items():
                         got.append(run_pool(fresh_copy(many, root / "work"), n, root))
@@ -254,15 +285,19 @@ def main() -> None:
             for kind in kinds:
                 r1 = min(spark_runs[(kind, "local[1]")], key=lambda x: x["seconds"])
                 r2 = min(spark_runs[(kind, "local[2]")], key=lambda x: x["seconds"])
-                print(f"  {kind} Python workers: local[1] {r1['seconds']:.2f}s, local[2] {r2['seconds']:.2f}s, "
-                      f"speedup {r1['seconds'] / r2['seconds']:.2f} (target >= 1.8); workers' CPU local[1] "
-                      f"{r1['worker_user']:.1f}s user + {r1['worker_sys']:.1f}s system, local[2] "
-                      f"{r2['worker_user']:.1f}s user + {r2['worker_sys']:.1f}s system")
+                print(
+                    f"  {kind} Python workers: local[1] {r1['seconds']:.2f}s, local[2] {r2['seconds']:.2f}s, "
+                    f"speedup {r1['seconds'] / r2['seconds']:.2f} (target >= 1.8); workers' CPU local[1] "
+                    f"{r1['worker_user']:.1f}s user + {r1['worker_sys']:.1f}s system, local[2] "
+                    f"{r2['worker_user']:.1f}s user + {r2['worker_sys']:.1f}s system"
+                )
             if not args.skip_pool:
                 p1 = min(pool_runs[1], key=lambda x: x["seconds"])
                 p2 = min(pool_runs[2], key=lambda x: x["seconds"])
-                print(f"  plain process pool, fresh processes (no Spark): 1 process {p1['seconds']:.2f}s, "
-                      f"2 processes {p2['seconds']:.2f}s, speedup {p1['seconds'] / p2['seconds']:.2f}")
+                print(
+                    f"  plain process pool, fresh processes (no Spark): 1 process {p1['seconds']:.2f}s, "
+                    f"2 processes {p2['seconds']:.2f}s, speedup {p1['seconds'] / p2['seconds']:.2f}"
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -34,27 +34,34 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="lake-orch-write-bench-"))
     path = str(root / "t")
     try:
-        opts = WriteOptions.from_hudi_options({
-            "hoodie.table.name": "bench",
-            "hoodie.datasource.write.table.type": args.table_type,
-            "hoodie.datasource.write.recordkey.field": "uuid",
-            "hoodie.datasource.write.partitionpath.field": "city",
-            "hoodie.datasource.write.precombine.field": "ts",
-            "hoodie.parquet.compression.codec": "snappy",
-        }, max_rows_per_file=250_000)
+        opts = WriteOptions.from_hudi_options(
+            {
+                "hoodie.table.name": "bench",
+                "hoodie.datasource.write.table.type": args.table_type,
+                "hoodie.datasource.write.recordkey.field": "uuid",
+                "hoodie.datasource.write.partitionpath.field": "city",
+                "hoodie.datasource.write.precombine.field": "ts",
+                "hoodie.parquet.compression.codec": "snappy",
+            },
+            max_rows_per_file=250_000,
+        )
         base = generate_trips(args.rows, partitions=args.partitions, seed=1)
         upd_n = args.upsert_rows - args.upsert_rows // 10
-        upsert = pa.concat_tables([
-            generate_updates(base, fraction=upd_n / args.rows, seed=2),
-            generate_trips(args.upsert_rows // 10, partitions=args.partitions, seed=3),
-        ])
+        upsert = pa.concat_tables(
+            [
+                generate_updates(base, fraction=upd_n / args.rows, seed=2),
+                generate_trips(args.upsert_rows // 10, partitions=args.partitions, seed=3),
+            ]
+        )
         print(f"{'write':<12}{'rows':>10}{'seconds':>10}{'rows/s':>12}{'index %':>9}{'write %':>9}")
         for name, data, op in (("bulk_insert", base, "bulk_insert"), ("upsert", upsert, "upsert")):
             t0 = time.perf_counter()
             r = write_table(path, data, operation=op, options=opts, engine=SparkEngine(spark))
             total = time.perf_counter() - t0
-            print(f"{name:<12}{data.num_rows:>10}{total:>10.2f}{data.num_rows / total:>12,.0f}"
-                  f"{100 * r.index_seconds / total:>8.1f}%{100 * r.write_seconds / total:>8.1f}%")
+            print(
+                f"{name:<12}{data.num_rows:>10}{total:>10.2f}{data.num_rows / total:>12,.0f}"
+                f"{100 * r.index_seconds / total:>8.1f}%{100 * r.write_seconds / total:>8.1f}%"
+            )
             if op == "upsert":
                 print(f"  upsert: {r.updated} updated, {r.inserted} inserted, {len(r.files_written)} files written")
     finally:

@@ -26,7 +26,8 @@ def assert_same_rows(
     missing = set(theirs.column_names) - set(ours.column_names)
     assert not missing, f"columns missing from our read: {sorted(missing)}"
     # a key is unique per partition (non-global index): order by partition path too
-    order = [(c, "ascending") for c in ("_hoodie_partition_path", key) if c in theirs.column_names and c in ours.column_names]
+    shared = set(theirs.column_names) & set(ours.column_names)
+    order = [(c, "ascending") for c in ("_hoodie_partition_path", key) if c in shared]
     a = ours.sort_by(order)
     b = theirs.sort_by(order)
     for name in b.column_names:

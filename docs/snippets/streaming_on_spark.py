@@ -43,7 +43,8 @@ try:
     write_table(path, generate_updates(trips, fraction=0.2, seed=2), operation="upsert", options=options)
     pull()  # the restarted query resumes after the first commit: the 20 updated rows only
     changes = spark.read.parquet(sink)
-    print(sorted((r["_hoodie_commit_time"], r["count"]) for r in changes.groupBy("_hoodie_commit_time").count().collect()))
+    per_commit = changes.groupBy("_hoodie_commit_time").count().collect()
+    print(sorted((r["_hoodie_commit_time"], r["count"]) for r in per_commit))
     assert changes.count() == 120
 
     # The batch form is the incremental query: (begin, end], end defaulting to the latest commit.

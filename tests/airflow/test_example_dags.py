@@ -376,7 +376,11 @@ from airflow.sdk import Connection
 from lake_orchestration.airflow.hooks import HudiTableHook, location_from_connection
 from lake_orchestration.errors import InvalidOptionError
 
-extra = {"storage_options": {"region": "eu-west-1", "anonymous": "false", "connect_timeout": "5"}, "session_token": "token-123", "hoodie_options": {"k": 5}}
+extra = {
+    "storage_options": {"region": "eu-west-1", "anonymous": "false", "connect_timeout": "5"},
+    "session_token": "token-123",
+    "hoodie_options": {"k": 5},
+}
 conn = Connection(conn_id="lake", conn_type="hudi", host="s3://bucket/t", login="AKIAKEY", password="secret-key",
                   extra=json.dumps(extra))
 loc = location_from_connection(conn)

@@ -3,7 +3,8 @@
 For each deployment (conftest.py starts it from the installed pyspark, on 127.0.0.1 only) a generated MOR table
 with many deltacommits gets a compaction plan, is copied, and then
 
-* the plan is executed with ``run_compaction(table, engine=SparkEngine(<cluster session>))`` in a driver / Connect client
+* the plan is executed with ``run_compaction(table, engine=SparkEngine(<cluster session>))`` in a driver / Connect
+  client
   subprocess, which also reads the snapshot back with ``read_snapshot_on(SparkEngine)`` on the same deployment;
 * the copy is compacted in-process (``engine=None``), the reference.
 
@@ -186,7 +187,8 @@ def test_cluster_map_tasks_one_spark_task_per_task(cluster_run: ClusterRun) -> N
 
 def test_cluster_write_tokens_come_from_the_spark_task(cluster_run: ClusterRun) -> None:
     """Hudi's write token on Spark is ``{partitionId}-{stageId}-{taskAttemptId}`` from the TaskContext
-    (``FSUtils.makeWriteToken``); the file-group writer (engines/spark.py, map_record_groups) does this, compaction must too:
+    (``FSUtils.makeWriteToken``); the file-group writer (engines/spark.py, map_record_groups) does this, compaction must
+    too:
     on a cluster a retried or speculative attempt must not write the same file name as the first attempt."""
     run = cluster_run
     tokens = {s.fileId: BaseFile.parse(s.path.rsplit("/", 1)[-1]).write_token for s in run.stats}

@@ -15,8 +15,8 @@ from lake_orchestration.hudi.services.bootstrap import BootstrapMode, bootstrap
 from lake_orchestration.hudi.services.compaction import execute_compaction, schedule_compaction
 from lake_orchestration.hudi.table import HudiTable, read_snapshot_table
 from lake_orchestration.hudi.write import WriteOptions, write_table
-from tests.objectstore.conftest import ACCESS_KEY, REGION, SECRET_KEY, S3Bucket
 from tests.hudi.services.test_bootstrap import DATA_COLUMNS, DATES, _config, _full_record_for, _make_source
+from tests.objectstore.conftest import ACCESS_KEY, REGION, SECRET_KEY, S3Bucket
 
 
 def test_bootstrap_on_s3_regex_mixed_reads_source_rows_then_upsert_and_compaction(s3: S3Bucket, tmp_path: Path) -> None:

@@ -282,7 +282,7 @@ def test_log_compacted_delete_block_keeps_each_deletes_ordering_value(tmp_path: 
         assert kinds.count(LogBlockType.DELETE_BLOCK) <= 1, kinds
     try:
         _assert_reads(path, before)
-    except Exception as err:  # noqa: BLE001 - the hudi-rs limitation only
+    except Exception as err:
         if "mixes ordering types" not in str(err):
             raise
         assert_same_rows(read_snapshot_table(HudiTable(str(path))), before)
