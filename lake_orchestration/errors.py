@@ -149,6 +149,15 @@ class TimelineError(LakeOrchestrationError):
     """The timeline is in a state the operation cannot work with."""
 
 
+class IncrementalQueryError(TimelineError):
+    """An incremental or CDC query that cannot be answered as asked (names the table, the instant and the ways
+    out)."""
+
+    def __init__(self, table_uri: str, detail: str) -> None:
+        self.table_uri = table_uri
+        super().__init__(f"Incremental query on {table_uri}: {detail}")
+
+
 class InstantNotFoundError(TimelineError):
     """An instant that must exist on the timeline does not."""
 

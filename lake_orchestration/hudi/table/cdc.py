@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError
+from lake_orchestration.errors import IncrementalQueryError, InvalidOptionError
 from lake_orchestration.hudi.log.log_format import HeaderKey, LogBlockType
 from lake_orchestration.hudi.log.reader import read_log_blocks
 from lake_orchestration.hudi.log.scanner import InstantFilter, scan_blocks
@@ -59,7 +59,6 @@ from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime
 from lake_orchestration.hudi.model.properties import MergeSemantics
 from lake_orchestration.hudi.model.schema import IS_DELETED_FIELD, RECORD_KEY
 from lake_orchestration.hudi.table.hudi_table import HudiTable
-from lake_orchestration.hudi.table.incremental import IncrementalQueryError
 from lake_orchestration.hudi.table.snapshot import ReadStats, merge_config_for, read_file_slice, table_arrow_schema
 
 OP = "op"

@@ -39,11 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_orchestration.config.keys import HoodieKey
-from lake_orchestration.errors import InvalidOptionError, TimelineError
+from lake_orchestration.errors import IncrementalQueryError, InvalidOptionError
 from lake_orchestration.hudi.log.scanner import InstantFilter
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata
 from lake_orchestration.hudi.model.instant import Action, Instant
 from lake_orchestration.hudi.model.properties import TimelineTimezone
+from lake_orchestration.hudi.table import cdc
 from lake_orchestration.hudi.table.archived_timeline import ArchivedTimeline
 from lake_orchestration.hudi.table.clustering import is_clustering
 from lake_orchestration.hudi.table.hudi_table import HudiTable
@@ -75,14 +76,6 @@ class HollowCommitPolicy(str, enum.Enum):
     FAIL = "FAIL"
     BLOCK = "BLOCK"
     USE_TRANSITION_TIME = "USE_TRANSITION_TIME"
-
-
-class IncrementalQueryError(TimelineError):
-    """An incremental query that cannot be answered as asked (names the table, the instant and the ways out)."""
-
-    def __init__(self, table_uri: str, detail: str) -> None:
-        self.table_uri = table_uri
-        super().__init__(f"Incremental query on {table_uri}: {detail}")
 
 
 class HollowCommitError(IncrementalQueryError):
@@ -257,8 +250,6 @@ def read_incremental(
     """
     opts = dict(options or {})
     stats = stats if stats is not None else ReadStats()
-    from lake_orchestration.hudi.table import cdc  # cdc imports this module
-
     if cdc.incremental_format(opts) == cdc.CDC_FORMAT:
         r = cdc.read_cdc(table, begin_instant_time=begin_instant_time, end_instant_time=end_instant_time, stats=stats)
         return IncrementalResult(r.table, r.begin_instant_time, end_instant_time, r.instants, r.checkpoint, stats=stats)
