@@ -2,18 +2,17 @@
 over pending plans (:func:`run_clustering`, Hudi's ``HoodieClusteringJob`` ``execute`` / ``scheduleAndExecute``), and
 the verbs the shells call on one plan, each a no-op on a plan already committed (:class:`PlanRun`):
 :func:`execute_clustering_plan` then :func:`commit_clustering_plan` (two steps, e.g. two Dagster ops), or
-:func:`run_clustering_plan` (both here, the heartbeat kept until the commit)."""
+:func:`run_clustering_plan` (both here, the heartbeat kept until the commit): thin definitions over the services'
+one set of plan verbs (:mod:`lake_orchestration.hudi.services.plans`), as are compaction's."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
 
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError
+from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.services.clustering.committer import commit_execution
 from lake_orchestration.hudi.services.clustering.config import ClusteringConfig
@@ -25,6 +24,13 @@ from lake_orchestration.hudi.services.clustering.planner import (
     select_pending_plans,
 )
 from lake_orchestration.hudi.services.clustering.result import ClusteringExecution, ClusteringResult
+from lake_orchestration.hudi.services.plans import (
+    PlanRun,
+    PlanService,
+    commit_one_plan,
+    execute_one_plan,
+    run_one_plan,
+)
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -87,44 +93,16 @@ def run_clustering(
     return results
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlanRun:
-    """What a verb on one clustering plan did (plain values: it pickles). Exactly one of: ``execution`` (executed,
-    to commit), ``result`` (committed here), ``already_committed`` (nothing done), ``skipped`` (another process
-    executes it)."""
-
-    instant: str
-    execution: ClusteringExecution | None = None
-    result: ClusteringResult | None = None
-    already_committed: bool = False
-    skipped: str = ""
-
-    def to_json_obj(self) -> dict[str, Any]:
-        if self.result is not None:
-            return {**self.result.to_json_obj(), "already_committed": self.result.already_committed}
-        if self.execution is not None:
-            return {**self.execution.to_json_obj(), "committed": False}
-        if self.already_committed:
-            return {"instant": self.instant, "already_committed": True}
-        return {"instant": self.instant, "skipped": self.skipped}
-
-
-def _noop(table: HudiTable, instant: InstantTime) -> PlanRun | None:
-    """The no-op of a plan already committed (on the timeline the table holds), or None.
-
-    Raises:
-        InstantNotFoundError: neither committed nor pending.
-    """
-    if is_clustering_committed(table, instant):
-        log.info("Clustering %s of %s is already committed: nothing to do", instant, table.base_uri)
-        return PlanRun(instant=str(instant), already_committed=True)
-    if str(instant) not in {str(i.time) for i in pending_clustering_plans(table)}:
-        raise InstantNotFoundError(table.base_uri, instant, "no pending clustering plan")
-    return None
-
-
-def _engine(engine: Engine | None, make_engine: Callable[[], Engine] | None) -> Engine | None:
-    return make_engine() if make_engine is not None else engine
+CLUSTERING: PlanService[ClusteringConfig, ClusteringExecution, ClusteringResult] = PlanService(
+    name="clustering",
+    log=log,
+    is_committed=is_clustering_committed,
+    pending_instants=pending_clustering_plans,
+    execute_plan=execute_plan,
+    commit_execution=commit_execution,
+    execute_and_commit=execute_clustering,
+)
+"""Clustering's part in the plan verbs (:mod:`lake_orchestration.hudi.services.plans`)."""
 
 
 def execute_clustering_plan(
@@ -137,28 +115,12 @@ def execute_clustering_plan(
 ) -> PlanRun:
     """Execute-plan only; a committed plan is a no-op, a plan another process executes is ``skipped``.
     ``make_engine``: builds the engine only when the plan is executed."""
-    t = InstantTime(instant, where=f"{table.base_uri}: clustering instant")
-    noop = _noop(table, t)
-    if noop is not None:
-        return noop
-    try:
-        return PlanRun(
-            instant=str(t), execution=execute_plan(table, t, config=config, engine=_engine(engine, make_engine))
-        )
-    except InstantInProgressError as err:
-        log.warning("Skipping clustering %s: %s", t, err.detail)
-        return PlanRun(instant=str(t), skipped=err.detail)
-    except InstantNotFoundError:
-        if is_clustering_committed(table.refresh(), t):
-            return PlanRun(instant=str(t), already_committed=True)
-        raise
+    return execute_one_plan(CLUSTERING, table, instant, config=config, engine=engine, make_engine=make_engine)
 
 
 def commit_clustering_plan(table: HudiTable, executed: PlanRun, *, config: ClusteringConfig | None = None) -> PlanRun:
     """Commit the execution of :func:`execute_clustering_plan`; a no-op run is returned as it is."""
-    if executed.execution is None:
-        return executed
-    return replace(executed, result=commit_execution(table, executed.execution, config=config))
+    return commit_one_plan(CLUSTERING, table, executed, config=config)
 
 
 def run_clustering_plan(
@@ -171,17 +133,4 @@ def run_clustering_plan(
 ) -> PlanRun:
     """Execute and commit the plan ``instant`` here (:func:`execute_clustering`), a no-op on a committed plan and on
     one another process executes (``skipped``)."""
-    t = InstantTime(instant, where=f"{table.base_uri}: clustering instant")
-    noop = _noop(table, t)
-    if noop is not None:
-        return noop
-    try:
-        result = execute_clustering(table, t, config=config, engine=_engine(engine, make_engine))
-    except InstantInProgressError as err:
-        log.warning("Skipping clustering %s: %s", t, err.detail)
-        return PlanRun(instant=str(t), skipped=err.detail)
-    except InstantNotFoundError:
-        if is_clustering_committed(table.refresh(), t):
-            return PlanRun(instant=str(t), already_committed=True)
-        raise
-    return PlanRun(instant=str(t), result=result)
+    return run_one_plan(CLUSTERING, table, instant, config=config, engine=engine, make_engine=make_engine)

@@ -4,18 +4,17 @@ compactor over the pending plans (:func:`run_compaction`, Hudi's ``HoodieCompact
 The verbs the shells call on one plan, each a no-op on a plan already committed (:class:`PlanRun`, its
 ``already_committed``), so no shell checks it first: :func:`execute_compaction_plan` (execute only; Paimon's
 ``execute``) then :func:`commit_compaction_plan` (two steps, e.g. two Dagster ops), or :func:`run_compaction_plan`
-(both in this process, the heartbeat kept until the commit)."""
+(both in this process, the heartbeat kept until the commit): thin definitions over the services' one set of plan
+verbs (:mod:`lake_orchestration.hudi.services.plans`), as are clustering's."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
 
 from lake_orchestration.engines.base import Engine
-from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError
+from lake_orchestration.errors import InstantInProgressError
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.services.compaction.committer import commit_execution
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
@@ -26,6 +25,13 @@ from lake_orchestration.hudi.services.compaction.planner import (
     select_pending_plans,
 )
 from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult
+from lake_orchestration.hudi.services.plans import (
+    PlanRun,
+    PlanService,
+    commit_one_plan,
+    execute_one_plan,
+    run_one_plan,
+)
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -114,48 +120,16 @@ def run_compaction(
     return results
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlanRun:
-    """What a verb on one compaction plan did (plain values: it pickles, so the commit may run in another process,
-    e.g. a Dagster op). Exactly one of: ``execution`` (executed, to commit), ``result`` (committed here),
-    ``already_committed`` (committed before this call: nothing done), ``skipped`` (another process executes it)."""
-
-    instant: str
-    """The compaction instant."""
-    execution: CompactionExecution | None = None
-    """The write stats of the new base files, to commit (:func:`commit_compaction_plan`)."""
-    result: CompactionResult | None = None
-    """The committed compaction (its ``already_committed``: an earlier try committed it, its answer lost)."""
-    already_committed: bool = False
-    """The plan was committed before this call: nothing was done."""
-    skipped: str = ""
-    """Why the plan was not executed (another process executes it: its heartbeat is fresh), or empty."""
-
-    def to_json_obj(self) -> dict[str, Any]:
-        """The committed result's JSON plus ``already_committed``; for a no-op, the instant and why."""
-        if self.result is not None:
-            return {**self.result.to_json_obj(), "already_committed": self.result.already_committed}
-        if self.already_committed:
-            return {"instant": self.instant, "already_committed": True}
-        return {"instant": self.instant, "skipped": self.skipped}
-
-
-def _noop(table: HudiTable, instant: InstantTime) -> PlanRun | None:
-    """The no-op of a plan already committed on the timeline the table holds (a table just opened), or None.
-
-    Raises:
-        InstantNotFoundError: neither committed nor pending (rolled back, or never scheduled).
-    """
-    if is_compaction_committed(table, instant):
-        log.info("Compaction %s of %s is already committed: nothing to do", instant, table.base_uri)
-        return PlanRun(instant=str(instant), already_committed=True)
-    if str(instant) not in {str(i.time) for i in table.timeline.pending_compactions()}:
-        raise InstantNotFoundError(table.base_uri, instant, "no pending compaction plan")
-    return None
-
-
-def _engine(engine: Engine | None, make_engine: Callable[[], Engine] | None) -> Engine | None:
-    return make_engine() if make_engine is not None else engine
+COMPACTION: PlanService[CompactionConfig, CompactionExecution, CompactionResult] = PlanService(
+    name="compaction",
+    log=log,
+    is_committed=is_compaction_committed,
+    pending_instants=lambda table: table.timeline.pending_compactions(),
+    execute_plan=execute_plan,
+    commit_execution=commit_execution,
+    execute_and_commit=execute_compaction,
+)
+"""Compaction's part in the plan verbs (:mod:`lake_orchestration.hudi.services.plans`)."""
 
 
 def execute_compaction_plan(
@@ -176,21 +150,7 @@ def execute_compaction_plan(
         InstantNotFoundError: no pending plan ``instant`` and no commit of it.
         CorruptLogBlockError: as :func:`~.executor.execute_plan`.
     """
-    t = InstantTime(instant, where=f"{table.base_uri}: compaction instant")
-    noop = _noop(table, t)
-    if noop is not None:
-        return noop
-    try:
-        return PlanRun(
-            instant=str(t), execution=execute_plan(table, str(t), config=config, engine=_engine(engine, make_engine))
-        )
-    except InstantInProgressError as err:
-        log.warning("Skipping compaction %s: %s", t, err.detail)
-        return PlanRun(instant=str(t), skipped=err.detail)
-    except InstantNotFoundError:
-        if is_compaction_committed(table.refresh(), t):  # committed by another process meanwhile: a no-op
-            return PlanRun(instant=str(t), already_committed=True)
-        raise
+    return execute_one_plan(COMPACTION, table, instant, config=config, engine=engine, make_engine=make_engine)
 
 
 def commit_compaction_plan(table: HudiTable, executed: PlanRun, *, config: CompactionConfig | None = None) -> PlanRun:
@@ -200,10 +160,7 @@ def commit_compaction_plan(table: HudiTable, executed: PlanRun, *, config: Compa
     Raises:
         As :func:`~.committer.commit_execution`.
     """
-    if executed.execution is None:
-        return executed
-    result = commit_execution(table, executed.execution, config=config)
-    return replace(executed, result=result)
+    return commit_one_plan(COMPACTION, table, executed, config=config)
 
 
 def run_compaction_plan(
@@ -222,17 +179,4 @@ def run_compaction_plan(
         InstantNotFoundError: no pending plan ``instant`` and no commit of it.
         InvalidInstantStateError, CorruptLogBlockError: as :func:`execute_compaction`.
     """
-    t = InstantTime(instant, where=f"{table.base_uri}: compaction instant")
-    noop = _noop(table, t)
-    if noop is not None:
-        return noop
-    try:
-        result = execute_compaction(table, str(t), config=config, engine=_engine(engine, make_engine))
-    except InstantInProgressError as err:
-        log.warning("Skipping compaction %s: %s", t, err.detail)
-        return PlanRun(instant=str(t), skipped=err.detail)
-    except InstantNotFoundError:
-        if is_compaction_committed(table.refresh(), t):  # committed by another process meanwhile: a no-op
-            return PlanRun(instant=str(t), already_committed=True)
-        raise
-    return PlanRun(instant=str(t), result=result)
+    return run_one_plan(COMPACTION, table, instant, config=config, engine=engine, make_engine=make_engine)
