@@ -24,7 +24,7 @@ from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.progress import progress_in_run_log
 from lake_orchestration.dagster.resources import table_engine
-from lake_orchestration.dagster.translator import DagsterHudiTranslator, table_op
+from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.services.compaction import (
@@ -261,40 +261,6 @@ def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslat
     stats. ``commit`` writes only ``<instant>.commit`` from them. Each op has the table's retry policy: a failed
     commit is retried alone (the plan is not executed again), and a committed plan makes both a no-op.
     """
+    from lake_orchestration.dagster.plan_assets import COMPACTION, build_plan_asset
 
-    @table_op(
-        cfg,
-        translator,
-        "compaction_execute_plan",
-        "compaction",
-        spark=True,
-        ins={"table": dg.In(dg.Nothing)},
-        description=f"Execute-plan: write the new base files of a compaction plan of {cfg.name}",
-    )
-    def execute_plan_op(context: dg.OpExecutionContext) -> ExecutedPlan:
-        return execute_plan_step(context, cfg, translator, context.partition_key)
-
-    @table_op(
-        cfg,
-        translator,
-        "compaction_commit",
-        "compaction",
-        description=f"Commit: write <instant>.commit of an executed compaction plan of {cfg.name}",
-    )
-    def commit_op(context: dg.OpExecutionContext, executed: ExecutedPlan) -> dg.Output[None]:
-        return commit_plan_step(context, cfg, translator, executed)
-
-    key = translator.get_compaction_asset_key(cfg)
-
-    @dg.graph_asset(
-        key=key,
-        group_name=translator.get_group_name(cfg),
-        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
-        partitions_def=compaction_partitions(cfg, translator),
-        ins={"table": dg.AssetIn(key=translator.get_asset_key(cfg), dagster_type=dg.Nothing)},
-        description=f"Compaction plans of {cfg.name}: one partition per compaction instant",
-    )
-    def _asset(table: None) -> Any:
-        return commit_op(execute_plan_op(table))
-
-    return _asset
+    return build_plan_asset(COMPACTION, cfg, translator)

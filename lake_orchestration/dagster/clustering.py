@@ -17,20 +17,28 @@ service; off by default, as in Hudi).
 * ``<t>__pending_clustering_sensor`` (off by default) — adds a partition per newly requested plan and requests its
   run (run key = instant; ``compaction_seq`` order; at most ``max_plans_per_tick`` per tick; the cursor is a
   :class:`~lake_orchestration.dagster.sensors.PendingCompactionCursor` of the instants requested).
+
+The asset, both jobs and both sensors are :mod:`.plan_assets`' factories over :data:`CLUSTERING`, as compaction's.
 """
 
-import json
 from typing import Any
 
 import dagster as dg
 
-from lake_orchestration.dagster.assets import health_observation, log_health
+from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
+from lake_orchestration.dagster.plan_assets import (
+    PlanShell,
+    build_pending_plans_sensor,
+    build_plan_asset,
+    build_plan_job,
+    build_schedule_plan_job,
+    build_sync_plans_sensor,
+)
 from lake_orchestration.dagster.progress import progress_in_run_log
 from lake_orchestration.dagster.resources import table_engine
-from lake_orchestration.dagster.sensors import PendingCompactionCursor
-from lake_orchestration.dagster.translator import LIGHT_EXECUTOR, DagsterHudiTranslator, service_executor, table_op
+from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
 from lake_orchestration.hudi.services.clustering import (
@@ -229,86 +237,42 @@ def clustering_run_step(
         log_health(context, cfg, translator, table)
 
 
+CLUSTERING = PlanShell(
+    service="clustering",
+    asset_key=lambda translator, cfg: translator.get_clustering_asset_key(cfg),
+    partitions=clustering_partitions,
+    execute_step=clustering_execute_step,
+    commit_step=clustering_commit_step,
+    schedule_step=schedule_clustering_step,
+    writes="the new file groups",
+    completed="<instant>.replacecommit",
+    asset_description="one partition per clustering instant (replacecommit)",
+    trigger="hoodie.clustering.async.max.commits",
+    pending_plans=lambda table: [str(i.time) for i in pending_clustering_plans(table.refresh())],
+    is_committed=is_clustering_committed,
+    select_new_plans=lambda table, cfg, exclude: select_pending_plans(
+        table, seq=cfg.compaction_seq, max_plans=cfg.max_plans_per_tick, exclude=exclude
+    ),
+    made_by="CLI, Airflow, Java, the schedule job",
+    run_hint="",
+    pending_words="pending clustering plan(s)",
+)
+"""Clustering's Dagster shell (:mod:`.plan_assets`): the same factories as compaction's."""
+
+
 def build_clustering_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>/clustering``: materializing partition ``<instant>`` runs ``execute_plan`` -> ``commit``."""
-
-    @table_op(
-        cfg,
-        translator,
-        "clustering_execute_plan",
-        "clustering",
-        spark=True,
-        ins={"table": dg.In(dg.Nothing)},
-        description=f"Execute-plan: write the new file groups of a clustering plan of {cfg.name}",
-    )
-    def execute_plan_op(context: dg.OpExecutionContext) -> PlanRun:
-        return clustering_execute_step(context, cfg, translator, context.partition_key)
-
-    @table_op(
-        cfg,
-        translator,
-        "clustering_commit",
-        "clustering",
-        description=f"Commit: write <instant>.replacecommit of an executed clustering plan of {cfg.name}",
-    )
-    def commit_op(context: dg.OpExecutionContext, executed: PlanRun) -> dg.Output[None]:
-        return clustering_commit_step(context, cfg, translator, executed)
-
-    @dg.graph_asset(
-        key=translator.get_clustering_asset_key(cfg),
-        group_name=translator.get_group_name(cfg),
-        kinds={"hudi", "spark"} if cfg.engine == "spark" else {"hudi"},
-        partitions_def=clustering_partitions(cfg, translator),
-        ins={"table": dg.AssetIn(key=translator.get_asset_key(cfg), dagster_type=dg.Nothing)},
-        description=f"Clustering plans of {cfg.name}: one partition per clustering instant (replacecommit)",
-    )
-    def _asset(table: None) -> Any:
-        return commit_op(execute_plan_op(table))
-
-    return _asset
+    return build_plan_asset(CLUSTERING, cfg, translator)
 
 
 def build_clustering_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> Any:
     """``<t>__clustering``: the asset job of ``hudi/<t>/clustering`` (one run per partition, i.e. per plan)."""
-    key = translator.get_clustering_asset_key(cfg)
-    return dg.define_asset_job(
-        translator.get_job_name(cfg, "clustering"),
-        selection=dg.AssetSelection.assets(key),
-        executor_def=service_executor(cfg),
-        description=(
-            f"Run one clustering plan of {cfg.name}: materializes a partition (a plan instant) of "
-            f"{key.to_user_string()}, execute-plan then commit"
-        ),
-    )
+    return build_plan_job(CLUSTERING, cfg, translator)
 
 
 def build_schedule_clustering_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__schedule_clustering``: schedule-plan; a new plan is registered at once as a partition."""
-    parts = clustering_partitions(cfg, translator)
-    asset = translator.get_clustering_asset_key(cfg).to_user_string()
-
-    @table_op(
-        cfg,
-        translator,
-        "schedule_clustering",
-        "clustering",
-        description=f"Schedule a clustering plan of {cfg.name} if Hudi's trigger fires; register it as a partition",
-    )
-    def schedule_op(context: dg.OpExecutionContext) -> None:
-        schedule_clustering_step(context, cfg, translator, partitions_def=parts.name, partition_key=str, asset=asset)
-
-    @dg.job(
-        name=translator.get_job_name(cfg, "schedule_clustering"),
-        executor_def=LIGHT_EXECUTOR,
-        description=(
-            f"Schedule a clustering plan of {cfg.name} (hoodie.clustering.async.max.commits decides) and register it "
-            f"as a partition of {asset}"
-        ),
-    )
-    def job() -> None:
-        schedule_op()
-
-    return job
+    return build_schedule_plan_job(CLUSTERING, cfg, translator)
 
 
 def build_clustering_schedule(
@@ -327,39 +291,7 @@ def build_pending_clustering_sensor(
     cfg: HudiTableConfig, translator: DagsterHudiTranslator, job: Any
 ) -> dg.SensorDefinition:
     """``<t>__pending_clustering_sensor``: a partition and a run per newly requested clustering plan."""
-    parts = clustering_partitions(cfg, translator)
-    name = translator.get_sensor_name(cfg, "pending_clustering")
-
-    @dg.sensor(
-        name=name,
-        job=job,
-        minimum_interval_seconds=30,
-        description=(
-            f"Runs every new pending clustering plan of {cfg.name} at once ({cfg.compaction_seq}, at most "
-            f"{cfg.max_plans_per_tick} per tick): adds its partition of "
-            f"{translator.get_clustering_asset_key(cfg).to_user_string()} and requests a run keyed by the instant. "
-            "Off by default: turn it on for automatic clustering, or backfill the partitions from the UI."
-        ),
-    )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        cursor = PendingCompactionCursor.from_json(context.cursor, table=cfg.name, sensor=name)
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            batch = select_pending_plans(
-                table, seq=cfg.compaction_seq, max_plans=cfg.max_plans_per_tick, exclude={str(t) for t in cursor.seen}
-            )
-            observed = [health_observation(cfg, translator, table, source=name)] if batch else []
-        if not batch:
-            return dg.SensorResult(skip_reason=f"no new pending clustering plan on {cfg.name}")
-        known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()
-        return dg.SensorResult(
-            run_requests=[dg.RunRequest(run_key=t, partition_key=t, tags={"hudi/instant": t}) for t in batch],
-            dynamic_partitions_requests=[parts.build_add_request([t for t in batch if t not in known])],
-            cursor=cursor.with_requested(batch).to_json(),
-            asset_events=observed,
-        )
-
-    return _sensor
+    return build_pending_plans_sensor(CLUSTERING, cfg, translator, job)
 
 
 def build_sync_clustering_plans_sensor(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.SensorDefinition:
@@ -367,47 +299,7 @@ def build_sync_clustering_plans_sensor(cfg: HudiTableConfig, translator: Dagster
     clustering plans (added when pending, removed when neither pending nor committed); launches nothing. The
     registered partitions are read before the timeline is listed (a plan the schedule job writes, then registers,
     in between is never removed)."""
-    parts = clustering_partitions(cfg, translator)
-    name = translator.get_sensor_name(cfg, "sync_clustering_plans")
-    asset = translator.get_clustering_asset_key(cfg).to_user_string()
-
-    @dg.sensor(
-        name=name,
-        minimum_interval_seconds=30,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=(
-            f"Keeps the partitions of {asset} equal to the clustering plans on {cfg.name}'s timeline, whoever made "
-            "them (CLI, Airflow, Java, the schedule job): adds pending plans, removes rolled-back ones. Launches "
-            f"nothing: run the plans with Materialize -> Missing on {asset} or the pending-clustering sensor."
-        ),
-    )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        try:
-            last = set(json.loads(context.cursor)) if context.cursor else None
-        except ValueError:
-            last = None  # only decides whether to observe the health
-        known = set(context.instance.get_dynamic_partitions(parts.name))  # before the listing (see above)
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            pending = [str(i.time) for i in pending_clustering_plans(table.refresh())]
-            gone = sorted(k for k in known if k not in pending and not is_clustering_committed(table, k))
-            add = [t for t in pending if t not in known]
-            changed = last is None or last != set(pending)
-            observed = [health_observation(cfg, translator, table, source=name)] if changed else []
-        requests: list[Any] = []
-        if add:
-            requests.append(parts.build_add_request(add))
-        if gone:
-            requests.append(parts.build_delete_request(gone))
-        if not requests and not observed:
-            return dg.SensorResult(
-                skip_reason=f"{len(pending)} pending clustering plan(s) on {cfg.name}, all registered"
-            )
-        return dg.SensorResult(
-            dynamic_partitions_requests=requests, asset_events=observed, cursor=json.dumps(sorted(pending))
-        )
-
-    return _sensor
+    return build_sync_plans_sensor(CLUSTERING, cfg, translator)
 
 
 def build_clustering_definitions(

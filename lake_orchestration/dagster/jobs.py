@@ -261,48 +261,17 @@ def merge_archive_files_step(
 
 def build_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> Any:
     """``<t>__compaction``: the asset job of ``hudi/<t>/compaction`` (one run per partition, i.e. per plan)."""
-    asset = translator.get_compaction_asset_key(cfg).to_user_string()
-    return dg.define_asset_job(
-        translator.get_job_name(cfg, "compaction"),
-        selection=dg.AssetSelection.assets(translator.get_compaction_asset_key(cfg)),
-        executor_def=service_executor(cfg),
-        description=(
-            f"Run one compaction plan of {cfg.name}: materializes a partition (a plan instant) of {asset}, "
-            "execute-plan then commit"
-        ),
-    )
+    from lake_orchestration.dagster.plan_assets import COMPACTION, build_plan_job
+
+    return build_plan_job(COMPACTION, cfg, translator)
 
 
 def build_schedule_compaction_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:
     """``<t>__schedule_compaction``: schedule-plan; a new plan is registered at once as a partition of
     ``hudi/<t>/compaction`` (so *Materialize -> Missing* offers it) and the table's health is observed."""
-    from lake_orchestration.dagster.assets import compaction_partitions
+    from lake_orchestration.dagster.plan_assets import COMPACTION, build_schedule_plan_job
 
-    parts = compaction_partitions(cfg, translator)
-    asset = translator.get_compaction_asset_key(cfg).to_user_string()
-
-    @table_op(
-        cfg,
-        translator,
-        "schedule_compaction",
-        "compaction",
-        description=f"Schedule a compaction plan of {cfg.name} if Hudi's trigger fires; register it as a partition",
-    )
-    def schedule_op(context: dg.OpExecutionContext) -> None:
-        schedule_compaction_step(context, cfg, translator, partitions_def=parts.name, partition_key=str, asset=asset)
-
-    @dg.job(
-        name=translator.get_job_name(cfg, "schedule_compaction"),
-        executor_def=LIGHT_EXECUTOR,
-        description=(
-            f"Schedule a compaction plan of {cfg.name} (Hudi's trigger strategy decides) and register it as a "
-            f"partition of {asset}"
-        ),
-    )
-    def job() -> None:
-        schedule_op()
-
-    return job
+    return build_schedule_plan_job(COMPACTION, cfg, translator)
 
 
 def build_rollback_job(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.JobDefinition:

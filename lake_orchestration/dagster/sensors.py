@@ -22,13 +22,11 @@ from typing import Any
 
 import dagster as dg
 
-from lake_orchestration.dagster.assets import compaction_partitions, health_observation
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import SensorCursorError, hudi_step
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.errors import InvalidInstantTimeError
 from lake_orchestration.hudi.model.instant import InstantTime
-from lake_orchestration.hudi.services.compaction import is_compaction_committed, select_pending_plans
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,43 +74,9 @@ def build_pending_compaction_sensor(
     cfg: HudiTableConfig, translator: DagsterHudiTranslator, job: Any
 ) -> dg.SensorDefinition:
     """``<t>__pending_compaction_sensor``: a partition and a run per newly requested compaction plan."""
-    parts = compaction_partitions(cfg, translator)
-    name = translator.get_sensor_name(cfg, "pending_compaction")
+    from lake_orchestration.dagster.plan_assets import COMPACTION, build_pending_plans_sensor
 
-    @dg.sensor(
-        name=name,
-        job=job,
-        minimum_interval_seconds=30,
-        description=(
-            f"Runs every new pending compaction plan of {cfg.name} at once ({cfg.compaction_seq}, at most "
-            f"{cfg.max_plans_per_tick} per tick): adds its partition of "
-            f"{translator.get_compaction_asset_key(cfg).to_user_string()} and requests a run keyed by the instant. "
-            "Off by default: turn it on for automatic compaction, or backfill the partitions from the UI."
-        ),
-    )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        cursor = PendingCompactionCursor.from_json(context.cursor, table=cfg.name, sensor=name)
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            batch = select_pending_plans(
-                table,
-                seq=cfg.compaction_seq,
-                max_plans=cfg.max_plans_per_tick,
-                exclude={str(t) for t in cursor.seen},
-                refresh=False,
-            )
-            observed = [health_observation(cfg, translator, table, source=name)] if batch else []
-        if not batch:
-            return dg.SensorResult(skip_reason=f"no new pending compaction plan on {cfg.name}")
-        known = set(context.instance.get_dynamic_partitions(parts.name)) if context.instance else set()
-        return dg.SensorResult(
-            run_requests=[dg.RunRequest(run_key=t, partition_key=t, tags={"hudi/instant": t}) for t in batch],
-            dynamic_partitions_requests=[parts.build_add_request([t for t in batch if t not in known])],
-            cursor=cursor.with_requested(batch).to_json(),
-            asset_events=observed,
-        )
-
-    return _sensor
+    return build_pending_plans_sensor(COMPACTION, cfg, translator, job)
 
 
 def build_sync_compaction_plans_sensor(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.SensorDefinition:
@@ -124,45 +88,9 @@ def build_sync_compaction_plans_sensor(cfg: HudiTableConfig, translator: Dagster
     observation of ``hudi/<t>``. The registered partitions are read before the timeline is listed, so a plan the
     schedule job writes (then registers) between the two is never removed.
     """
-    parts = compaction_partitions(cfg, translator)
-    name = translator.get_sensor_name(cfg, "sync_compaction_plans")
-    asset = translator.get_compaction_asset_key(cfg).to_user_string()
+    from lake_orchestration.dagster.plan_assets import COMPACTION, build_sync_plans_sensor
 
-    @dg.sensor(
-        name=name,
-        minimum_interval_seconds=30,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=(
-            f"Keeps the partitions of {asset} equal to the compaction plans on {cfg.name}'s timeline, whoever made "
-            "them (CLI, Airflow, the schedule job): adds pending plans, removes rolled-back ones. Launches nothing: "
-            f"run the plans with Materialize -> Missing on {asset} (a backfill) or the pending-compaction sensor."
-        ),
-    )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        try:
-            last = set(json.loads(context.cursor)) if context.cursor else None
-        except ValueError:
-            last = None  # only decides whether to observe the health: a bad cursor costs one observation
-        known = set(context.instance.get_dynamic_partitions(parts.name))  # before the listing (see above)
-        with hudi_step(cfg) as step:
-            table = step.open_table()
-            pending = [str(i.time) for i in table.timeline.pending_compactions()]
-            gone = sorted(k for k in known if k not in pending and not is_compaction_committed(table, k))
-            add = [t for t in pending if t not in known]
-            changed = last is None or last != set(pending)
-            observed = [health_observation(cfg, translator, table, source=name)] if changed else []
-        requests: list[Any] = []
-        if add:
-            requests.append(parts.build_add_request(add))
-        if gone:
-            requests.append(parts.build_delete_request(gone))
-        if not requests and not observed:
-            return dg.SensorResult(skip_reason=f"{len(pending)} pending plan(s) on {cfg.name}, all registered")
-        return dg.SensorResult(
-            dynamic_partitions_requests=requests, asset_events=observed, cursor=json.dumps(sorted(pending))
-        )
-
-    return _sensor
+    return build_sync_plans_sensor(COMPACTION, cfg, translator)
 
 
 def build_stale_inflight_sensor(
