@@ -11,6 +11,7 @@ these."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError
 from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.services.attempt import InstantAttempt
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
 
@@ -88,6 +90,26 @@ class PlanRun:
         if self.already_committed:
             return {"instant": self.instant, "already_committed": True}
         return {"instant": self.instant, "skipped": self.skipped}
+
+
+def execute_and_commit_here(
+    execute: Callable[[], tuple[Any, InstantAttempt]], commit: Callable[[Any, Callable[[], None]], R]
+) -> R:
+    """Execute-plan then commit in this process, the plan's heartbeat kept from before the requested -> inflight
+    transition until the commit: ``execute()`` claims the plan and returns its execution and the attempt (its
+    heartbeat beating); ``commit(execution, verify)`` commits it (``verify``: the attempt's check, in the commit
+    section, that the plan is still this process's and every written file exists). The heartbeat is deleted once
+    the commit is written, else left to expire. The result's ``seconds``: the wall time of both steps."""
+    t0 = time.monotonic()
+    execution, attempt = execute()
+    committed = False
+    try:
+        result = commit(execution, attempt.verify(list(execution.stats)))
+        committed = True
+    finally:
+        attempt.heartbeat.stop(delete=committed)
+    result.seconds = time.monotonic() - t0  # type: ignore[attr-defined]
+    return result
 
 
 def _noop(service: PlanService[Any, Any, Any], table: HudiTable, instant: InstantTime) -> PlanRun | None:

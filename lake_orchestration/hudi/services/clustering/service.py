@@ -8,7 +8,6 @@ one set of plan verbs (:mod:`lake_orchestration.hudi.services.plans`), as are co
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from lake_orchestration.engines.base import Engine
@@ -28,6 +27,7 @@ from lake_orchestration.hudi.services.plans import (
     PlanRun,
     PlanService,
     commit_one_plan,
+    execute_and_commit_here,
     execute_one_plan,
     run_one_plan,
 )
@@ -52,16 +52,10 @@ def execute_clustering(
     """
     cfg = config or ClusteringConfig()
     t = InstantTime(instant, where=table.base_uri)
-    t0 = time.monotonic()
-    execution, attempt = execute_attempt(table, t, cfg=cfg, engine=engine)
-    committed = False
-    try:
-        result = commit_execution(table, execution, config=cfg, verify=attempt.verify(list(execution.stats)))
-        committed = True
-    finally:
-        attempt.heartbeat.stop(delete=committed)
-    result.seconds = time.monotonic() - t0
-    return result
+    return execute_and_commit_here(
+        lambda: execute_attempt(table, t, cfg=cfg, engine=engine),
+        lambda execution, verify: commit_execution(table, execution, config=cfg, verify=verify),
+    )
 
 
 def run_clustering(

@@ -10,7 +10,6 @@ verbs (:mod:`lake_orchestration.hudi.services.plans`), as are clustering's."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from lake_orchestration.engines.base import Engine
@@ -29,6 +28,7 @@ from lake_orchestration.hudi.services.plans import (
     PlanRun,
     PlanService,
     commit_one_plan,
+    execute_and_commit_here,
     execute_one_plan,
     run_one_plan,
 )
@@ -65,16 +65,10 @@ def _execute_compaction(
     table: HudiTable, instant: InstantTime, *, cfg: CompactionConfig, engine: Engine | None, refresh: bool
 ) -> CompactionResult:
     """:func:`execute_compaction`; ``refresh=False`` when the caller has just listed the timeline."""
-    t0 = time.monotonic()
-    execution, attempt = execute_attempt(table, instant, cfg=cfg, engine=engine, refresh=refresh)
-    committed = False
-    try:
-        result = commit_execution(table, execution, config=cfg, verify=attempt.verify(list(execution.stats)))
-        committed = True
-    finally:
-        attempt.heartbeat.stop(delete=committed)
-    result.seconds = time.monotonic() - t0
-    return result
+    return execute_and_commit_here(
+        lambda: execute_attempt(table, instant, cfg=cfg, engine=engine, refresh=refresh),
+        lambda execution, verify: commit_execution(table, execution, config=cfg, verify=verify),
+    )
 
 
 def run_compaction(
