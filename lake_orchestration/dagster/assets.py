@@ -22,8 +22,6 @@ import dagster as dg
 
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
-from lake_orchestration.dagster.progress import progress_in_run_log
-from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.translator import DagsterHudiTranslator
 from lake_orchestration.hudi.model.instant import InstantTime
 from lake_orchestration.hudi.model.properties import TimelineTimezone
@@ -31,8 +29,6 @@ from lake_orchestration.hudi.services.compaction import (
     CompactionResult,
     CompactionTotals,
     PlanRun,
-    commit_compaction_plan,
-    execute_compaction_plan,
 )
 from lake_orchestration.hudi.table.health import TableHealth, instant_datetime, table_health
 
@@ -206,51 +202,18 @@ def execute_plan_step(
 ) -> ExecutedPlan:
     """The compaction's ``execute_plan`` step on plan ``instant`` of ``cfg`` (one body for a table's op and the
     fleet's): claims the plan, writes the new base files; a committed plan is a no-op."""
-    from lake_orchestration.errors import InstantNotFoundError
+    from lake_orchestration.dagster.plan_assets import COMPACTION, plan_execute_step
 
-    with hudi_step(cfg, instant=instant) as step:
-        table = step.open_table()
-        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-        try:
-            # a committed plan is the core's no-op; a plan another process (a second deployment, the CLI)
-            # executes is skipped: it will commit it
-            with progress_in_run_log(context, spark):
-                executed = execute_compaction_plan(
-                    table, instant, config=cfg.compaction_config(), engine=table_engine(cfg.engine, spark)
-                )
-        except InstantNotFoundError as err:
-            raise no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
-    if executed.already_committed:
-        context.log.info(f"Compaction {instant} of {cfg.name} is already committed: nothing to do")
-    elif executed.skipped:
-        context.log.warning(f"Skipping compaction {instant} of {cfg.name}: {executed.skipped}")
-    else:
-        assert executed.execution is not None
-        context.add_output_metadata(execution_metadata(executed.execution))
-    return executed
+    return plan_execute_step(COMPACTION, context, cfg, translator, instant)
 
 
 def commit_plan_step(
     context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, executed: ExecutedPlan
 ) -> dg.Output[None]:
     """The compaction's ``commit`` step: writes only ``<instant>.commit`` from the executed plan's write stats."""
-    instant = executed.instant
-    if executed.execution is None:  # the core's no-op: committed before, or another process's
-        md: dict[str, Any] = {"table": cfg.name, "instant": instant}
-        md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
-        return dg.Output(None, metadata=md)
-    with hudi_step(cfg, instant=instant) as step:
-        table = step.open_table()
-        result = commit_compaction_plan(table, executed, config=cfg.compaction_config()).result
-    assert result is not None
-    if result.already_committed:
-        context.log.info(f"Compaction {instant} of {cfg.name} was committed already: nothing written")
-    log_health(context, cfg, translator, table)
-    return dg.Output(
-        None,
-        metadata={"table": dg.MetadataValue.text(cfg.name)}
-        | compaction_metadata(result, timezone=table.config.timeline_timezone),
-    )
+    from lake_orchestration.dagster.plan_assets import COMPACTION, plan_commit_step
+
+    return plan_commit_step(COMPACTION, context, cfg, translator, executed)
 
 
 def build_compaction_asset(cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:

@@ -35,6 +35,8 @@ from lake_orchestration.dagster.plan_assets import (
     build_plan_job,
     build_schedule_plan_job,
     build_sync_plans_sensor,
+    plan_commit_step,
+    plan_execute_step,
 )
 from lake_orchestration.dagster.progress import progress_in_run_log
 from lake_orchestration.dagster.resources import table_engine
@@ -115,49 +117,14 @@ def clustering_execute_step(
 ) -> PlanRun:
     """Clustering's ``execute_plan`` step on plan ``instant``: claims the plan, writes the new file groups; a
     committed plan is a no-op, a plan another process executes is skipped."""
-    from lake_orchestration.errors import InstantNotFoundError
-
-    with hudi_step(cfg, instant=instant) as step:
-        table = step.open_table()
-        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
-        try:
-            with progress_in_run_log(context, spark):
-                executed = execute_clustering_plan(
-                    table, instant, config=cfg.clustering_config(), engine=table_engine(cfg.engine, spark)
-                )
-        except InstantNotFoundError as err:
-            raise _no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
-    if executed.already_committed:
-        context.log.info(f"Clustering {instant} of {cfg.name} is already committed: nothing to do")
-    elif executed.skipped:
-        context.log.warning(f"Skipping clustering {instant} of {cfg.name}: {executed.skipped}")
-    else:
-        assert executed.execution is not None
-        context.add_output_metadata(clustering_execution_metadata(executed.execution))
-    return executed
+    return plan_execute_step(CLUSTERING, context, cfg, translator, instant)
 
 
 def clustering_commit_step(
     context: dg.OpExecutionContext, cfg: HudiTableConfig, translator: DagsterHudiTranslator, executed: PlanRun
 ) -> dg.Output[None]:
     """Clustering's ``commit`` step: writes only ``<instant>.replacecommit`` from the executed plan's write stats."""
-    instant = executed.instant
-    if executed.execution is None:  # the core's no-op: committed before, or another process's
-        md: dict[str, Any] = {"table": cfg.name, "instant": instant}
-        md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
-        return dg.Output(None, metadata=md)
-    with hudi_step(cfg, instant=instant) as step:
-        table = step.open_table()
-        result = commit_clustering_plan(table, executed, config=cfg.clustering_config()).result
-    assert result is not None
-    if result.already_committed:
-        context.log.info(f"Clustering {instant} of {cfg.name} was committed already: nothing written")
-    log_health(context, cfg, translator, table)
-    return dg.Output(
-        None,
-        metadata={"table": dg.MetadataValue.text(cfg.name)}
-        | clustering_metadata(result, timezone=table.config.timeline_timezone),
-    )
+    return plan_commit_step(CLUSTERING, context, cfg, translator, executed)
 
 
 def schedule_clustering_step(
@@ -241,8 +208,12 @@ CLUSTERING = PlanShell(
     service="clustering",
     asset_key=lambda translator, cfg: translator.get_clustering_asset_key(cfg),
     partitions=clustering_partitions,
-    execute_step=clustering_execute_step,
-    commit_step=clustering_commit_step,
+    execute_plan=execute_clustering_plan,
+    commit_plan=commit_clustering_plan,
+    config=lambda cfg: cfg.clustering_config(),
+    no_pending_plan_error=_no_pending_plan_error,
+    execution_metadata=clustering_execution_metadata,
+    result_metadata=clustering_metadata,
     schedule_step=schedule_clustering_step,
     writes="the new file groups",
     completed="<instant>.replacecommit",

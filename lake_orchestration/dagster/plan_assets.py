@@ -15,14 +15,18 @@ from typing import Any, cast
 import dagster as dg
 
 from lake_orchestration.dagster.assets import (
-    commit_plan_step,
+    compaction_metadata,
     compaction_partitions,
-    execute_plan_step,
+    execution_metadata,
     health_observation,
+    log_health,
+    no_pending_plan_error,
 )
 from lake_orchestration.dagster.config import HudiTableConfig
-from lake_orchestration.dagster.errors import hudi_step
+from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
 from lake_orchestration.dagster.jobs import schedule_compaction_step
+from lake_orchestration.dagster.progress import progress_in_run_log
+from lake_orchestration.dagster.resources import table_engine
 from lake_orchestration.dagster.sensors import PendingCompactionCursor
 from lake_orchestration.dagster.translator import (
     LIGHT_EXECUTOR,
@@ -31,7 +35,12 @@ from lake_orchestration.dagster.translator import (
     service_executor,
     table_op,
 )
-from lake_orchestration.hudi.services.compaction import is_compaction_committed, select_pending_plans
+from lake_orchestration.hudi.services.compaction import (
+    commit_compaction_plan,
+    execute_compaction_plan,
+    is_compaction_committed,
+    select_pending_plans,
+)
 from lake_orchestration.hudi.services.plans import PlanRun
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 
@@ -50,10 +59,18 @@ class PlanShell:
     """The per-plan asset's key (``hudi/<t>/<service>``)."""
     partitions: Callable[[HudiTableConfig, DagsterHudiTranslator], dg.DynamicPartitionsDefinition]
     """The asset's dynamic partitions: one per plan instant."""
-    execute_step: Callable[[dg.OpExecutionContext, HudiTableConfig, DagsterHudiTranslator, str], PlanRun]
-    """The body of the ``execute_plan`` op (shared with the fleet's op)."""
-    commit_step: Callable[[dg.OpExecutionContext, HudiTableConfig, DagsterHudiTranslator, PlanRun], dg.Output[None]]
-    """The body of the ``commit`` op."""
+    execute_plan: Callable[..., PlanRun]
+    """The core's execute-plan verb: ``(table, instant, *, config, engine) -> PlanRun`` (a no-op when committed)."""
+    commit_plan: Callable[..., PlanRun]
+    """The core's commit verb: ``(table, executed, *, config) -> PlanRun``."""
+    config: Callable[[HudiTableConfig], Any]
+    """The service's config of a table (``cfg.compaction_config()``)."""
+    no_pending_plan_error: Callable[[HudiTableConfig, DagsterHudiTranslator, str, list[str]], PermanentHudiError]
+    """The failure of a partition whose instant has no pending plan and no commit (a retry cannot help)."""
+    execution_metadata: Callable[[Any], dict[str, dg.MetadataValue]]
+    """The ``execute_plan`` op's output metadata of an execution."""
+    result_metadata: Callable[..., dict[str, dg.MetadataValue]]
+    """The ``commit`` op's metadata of a committed plan: ``(result, *, timezone)``."""
     schedule_step: ScheduleStep
     """The body of the schedule-plan op."""
     writes: str
@@ -79,6 +96,65 @@ class PlanShell:
     """The sync sensor's skip reason: ``<n> <pending_words> on <t>, all registered`` (``pending plan(s)``)."""
 
 
+def plan_execute_step(
+    shell: PlanShell,
+    context: dg.OpExecutionContext,
+    cfg: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    instant: str,
+) -> PlanRun:
+    """The ``execute_plan`` step on plan ``instant`` of ``cfg`` (one body for a table's op and the fleet's): claims
+    the plan, writes the new files; a committed plan is the core's no-op, a plan another process (a second
+    deployment, the CLI) executes is skipped: it will commit it."""
+    from lake_orchestration.errors import InstantNotFoundError
+
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        spark = context.resources.pyspark.spark_session if cfg.engine == "spark" else None
+        try:
+            with progress_in_run_log(context, spark):
+                executed = shell.execute_plan(
+                    table, instant, config=shell.config(cfg), engine=table_engine(cfg.engine, spark)
+                )
+        except InstantNotFoundError as err:
+            raise shell.no_pending_plan_error(cfg, translator, instant, step.timeline_excerpt()) from err
+    if executed.already_committed:
+        context.log.info(f"{shell.service.capitalize()} {instant} of {cfg.name} is already committed: nothing to do")
+    elif executed.skipped:
+        context.log.warning(f"Skipping {shell.service} {instant} of {cfg.name}: {executed.skipped}")
+    else:
+        assert executed.execution is not None
+        context.add_output_metadata(shell.execution_metadata(executed.execution))
+    return executed
+
+
+def plan_commit_step(
+    shell: PlanShell,
+    context: dg.OpExecutionContext,
+    cfg: HudiTableConfig,
+    translator: DagsterHudiTranslator,
+    executed: PlanRun,
+) -> dg.Output[None]:
+    """The ``commit`` step: writes only the completed instant from the executed plan's write stats."""
+    instant = executed.instant
+    if executed.execution is None:  # the core's no-op: committed before, or another process's
+        md: dict[str, Any] = {"table": cfg.name, "instant": instant}
+        md.update({"already_committed": True} if executed.already_committed else {"skipped": executed.skipped})
+        return dg.Output(None, metadata=md)
+    with hudi_step(cfg, instant=instant) as step:
+        table = step.open_table()
+        result = shell.commit_plan(table, executed, config=shell.config(cfg)).result
+    assert result is not None
+    if result.already_committed:
+        context.log.info(f"{shell.service.capitalize()} {instant} of {cfg.name} was committed already: nothing written")
+    log_health(context, cfg, translator, table)
+    return dg.Output(
+        None,
+        metadata={"table": dg.MetadataValue.text(cfg.name)}
+        | shell.result_metadata(result, timezone=table.config.timeline_timezone),
+    )
+
+
 def build_plan_asset(shell: PlanShell, cfg: HudiTableConfig, translator: DagsterHudiTranslator) -> dg.AssetsDefinition:
     """``hudi/<t>/<service>``: materializing partition ``<instant>`` runs the graph ``execute_plan`` -> ``commit``
     (each op with the table's retry policy: a failed commit is retried alone, from the execute op's output)."""
@@ -94,7 +170,7 @@ def build_plan_asset(shell: PlanShell, cfg: HudiTableConfig, translator: Dagster
         description=f"Execute-plan: write {shell.writes} of a {service} plan of {cfg.name}",
     )
     def execute_plan_op(context: dg.OpExecutionContext) -> PlanRun:
-        return shell.execute_step(context, cfg, translator, context.partition_key)
+        return plan_execute_step(shell, context, cfg, translator, context.partition_key)
 
     @table_op(
         cfg,
@@ -104,7 +180,7 @@ def build_plan_asset(shell: PlanShell, cfg: HudiTableConfig, translator: Dagster
         description=f"Commit: write {shell.completed} of an executed {service} plan of {cfg.name}",
     )
     def commit_op(context: dg.OpExecutionContext, executed: PlanRun) -> dg.Output[None]:
-        return shell.commit_step(context, cfg, translator, executed)
+        return plan_commit_step(shell, context, cfg, translator, executed)
 
     @dg.graph_asset(
         key=shell.asset_key(translator, cfg),
@@ -264,8 +340,12 @@ COMPACTION = PlanShell(
     service="compaction",
     asset_key=lambda translator, cfg: translator.get_compaction_asset_key(cfg),
     partitions=compaction_partitions,
-    execute_step=execute_plan_step,
-    commit_step=commit_plan_step,
+    execute_plan=execute_compaction_plan,
+    commit_plan=commit_compaction_plan,
+    config=lambda cfg: cfg.compaction_config(),
+    no_pending_plan_error=no_pending_plan_error,
+    execution_metadata=execution_metadata,
+    result_metadata=compaction_metadata,
     schedule_step=schedule_compaction_step,
     writes="the new base files",
     completed="<instant>.commit",
