@@ -25,6 +25,7 @@ from typing import Any
 
 import dagster as dg
 
+from lake_orchestration.config.keys import HoodieKey
 from lake_orchestration.dagster.assets import log_health
 from lake_orchestration.dagster.config import HudiTableConfig
 from lake_orchestration.dagster.errors import PermanentHudiError, hudi_step
@@ -218,7 +219,7 @@ CLUSTERING = PlanShell(
     writes="the new file groups",
     completed="<instant>.replacecommit",
     asset_description="one partition per clustering instant (replacecommit)",
-    trigger="hoodie.clustering.async.max.commits",
+    trigger=HoodieKey.CLUSTERING_ASYNC_MAX_COMMITS.key,
     pending_plans=lambda table: [str(i.time) for i in pending_clustering_plans(table.refresh())],
     is_committed=is_clustering_committed,
     select_new_plans=lambda table, cfg, exclude: select_pending_plans(
