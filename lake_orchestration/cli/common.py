@@ -135,6 +135,28 @@ def engine_options(
     return decorate
 
 
+def plan_selection_options(*, schedule_help: str) -> Callable[[F], F]:
+    """Add the options that pick which pending plans a ``run`` command executes, as Hudi's table-service jobs name
+    them: ``--instant-time`` (exactly that plan), ``--seq FIFO|LIFO``, ``--max-plans`` and ``--schedule`` (plan
+    first; ``schedule_help`` says with which trigger)."""
+
+    def decorate(fn: F) -> F:
+        fn = click.option("--schedule", is_flag=True, help=schedule_help)(fn)
+        fn = click.option(
+            "--max-plans", default=1, show_default=True, type=click.IntRange(min=1), help="Run at most this many plans."
+        )(fn)
+        fn = click.option(
+            "--seq",
+            type=click.Choice(["FIFO", "LIFO"], case_sensitive=False),
+            default="FIFO",
+            show_default=True,
+            help="Order of pending plans.",
+        )(fn)
+        return click.option("--instant-time", default=None, help="Run exactly this pending plan.")(fn)
+
+    return decorate
+
+
 def cli_engine(engine: str, master: str) -> Any:
     """The engine of ``--engine`` / ``--spark-master`` (:func:`~lake_orchestration.engines.factory.build_engine`): a
     local engine, or a Spark engine on an embedded session started on its first task (a command with nothing to do

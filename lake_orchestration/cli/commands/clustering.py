@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lake_orchestration.cli.common import cli_engine, engine_options, open_table, option_passthrough, parse_options
+from lake_orchestration.cli.common import (
+    cli_engine,
+    engine_options,
+    open_table,
+    option_passthrough,
+    parse_options,
+    plan_selection_options,
+)
 from lake_orchestration.cli.output import Output, json_option, table
 from lake_orchestration.cli.storage_options import storage_options
 from lake_orchestration.config.keys import HoodieKey
@@ -76,18 +83,7 @@ def _print_runs(results: list[ClusteringResult]) -> None:
 
 @clustering_group.command("run")
 @click.argument("path")
-@click.option("--instant-time", default=None, help="Run exactly this pending plan.")
-@click.option(
-    "--seq",
-    type=click.Choice(["FIFO", "LIFO"], case_sensitive=False),
-    default="FIFO",
-    show_default=True,
-    help="Order of pending plans.",
-)
-@click.option(
-    "--max-plans", default=1, show_default=True, type=click.IntRange(min=1), help="Run at most this many plans."
-)
-@click.option("--schedule", is_flag=True, help="Schedule a plan first and run it (scheduleAndExecute).")
+@plan_selection_options(schedule_help="Schedule a plan first and run it (scheduleAndExecute).")
 @_conf_option
 @option_passthrough
 @engine_options(default="local", choices=("spark", "local"))
