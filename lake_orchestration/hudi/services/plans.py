@@ -10,17 +10,24 @@ these."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from lake_orchestration.engines.base import Engine
 from lake_orchestration.errors import InstantInProgressError, InstantNotFoundError
-from lake_orchestration.hudi.model.instant import InstantTime
+from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
+from lake_orchestration.hudi.model.instant import Instant, InstantTime
+from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.attempt import InstantAttempt
+from lake_orchestration.hudi.table.commit import after_commit, commit_section
 from lake_orchestration.hudi.table.hudi_table import HudiTable
+from lake_orchestration.hudi.table.lock import LockConfig
+from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 
 class _Json(Protocol):
@@ -218,3 +225,46 @@ def run_one_plan(
             result=service.execute_and_commit(table, t, config=config, engine=_engine(engine, make_engine)),
         ),
     )
+
+
+# -- committing what a plan wrote -----------------------------------------------------------------------------------
+def plan_commit_metadata(
+    stats: list[WriteStat], extra_metadata: dict[str, str] | None, writer_schema: dict[str, Any], **fields: Any
+) -> CommitMetadata:
+    """The completed instant's commit metadata of a plan that rewrote file groups (compaction, clustering): the write
+    stats by partition, the plan's extra metadata plus ``schema`` (the writer schema without the meta fields, as
+    Java records it), and the service's own ``fields`` (``compacted``, ``operation_type``,
+    ``partition_to_replace_file_ids``)."""
+    by_partition: dict[str, list[WriteStat]] = defaultdict(list)
+    for s in stats:
+        by_partition[s.partitionPath or ""].append(s)
+    user = dict(writer_schema)
+    user["fields"] = [f for f in writer_schema["fields"] if f["name"] not in META_FIELDS]
+    extra = dict(extra_metadata or {})
+    extra["schema"] = json.dumps(user, separators=(",", ":"))
+    return CommitMetadata(partition_to_write_stats=dict(by_partition), extra_metadata=extra, **fields)
+
+
+def commit_plan_files(
+    table: HudiTable,
+    inflight: Instant,
+    metadata: CommitMetadata,
+    *,
+    service: str,
+    lock: LockConfig | None = None,
+    verify: Callable[[], None] | None = None,
+) -> Instant:
+    """Complete ``inflight`` with ``metadata`` under the table lock: ``verify`` (e.g. the attempt is still this
+    process's; raises, nothing written), files with a marker but no write stat (failed task attempts) deleted, the
+    completed file written through the commit path (the ambiguous-write rule), the markers removed after. Once the
+    completed file exists the instant is committed: a failure of what follows is a warning (commit_section), never
+    an error inviting a second execution."""
+    instant = inflight.time
+    with commit_section(table, operation=f"{service} commit {instant}", lock=lock) as section:
+        if verify is not None:
+            verify()
+        reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
+        section.complete(inflight, metadata.to_bytes(), what=f"{service} {instant}")
+        after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
+    assert section.completed is not None
+    return section.completed

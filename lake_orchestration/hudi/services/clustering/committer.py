@@ -6,8 +6,6 @@ no-op."""
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -15,33 +13,26 @@ from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import ClusteringPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.attempt import attempt_check
 from lake_orchestration.hudi.services.clustering.config import ClusteringConfig
 from lake_orchestration.hudi.services.clustering.planner import CLUSTER
 from lake_orchestration.hudi.services.clustering.result import ClusteringExecution, ClusteringResult, replaced_file_ids
-from lake_orchestration.hudi.table.commit import after_commit, commit_section
+from lake_orchestration.hudi.services.plans import commit_plan_files, plan_commit_metadata
+from lake_orchestration.hudi.table.commit import after_commit
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig
-from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 
 def clustering_commit_metadata(
     stats: list[WriteStat], plan: ClusteringPlan, writer_schema: dict[str, Any]
 ) -> CommitMetadata:
     """The replacecommit's ``HoodieReplaceCommitMetadata``."""
-    by_partition: dict[str, list[WriteStat]] = defaultdict(list)
-    for s in stats:
-        by_partition[s.partitionPath or ""].append(s)
-    user = dict(writer_schema)
-    user["fields"] = [f for f in writer_schema["fields"] if f["name"] not in META_FIELDS]
-    extra = dict(plan.extra_metadata or {})
-    extra["schema"] = json.dumps(user, separators=(",", ":"))
-    return CommitMetadata(
-        partition_to_write_stats=dict(by_partition),
+    return plan_commit_metadata(
+        stats,
+        plan.extra_metadata,
+        writer_schema,
         compacted=False,
-        extra_metadata=extra,
         operation_type=CLUSTER,
         partition_to_replace_file_ids=replaced_file_ids(plan),
     )
@@ -65,14 +56,7 @@ def commit_clustering(
     """
     instant = InstantTime(instant, where=table.base_uri)
     inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
-    with commit_section(table, operation=f"clustering commit {instant}", lock=lock) as section:
-        if verify is not None:
-            verify()
-        reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
-        section.complete(inflight, metadata.to_bytes(), what=f"clustering {instant}")
-        after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
-    assert section.completed is not None
-    return section.completed
+    return commit_plan_files(table, inflight, metadata, service="clustering", lock=lock, verify=verify)
 
 
 def _completed(table: HudiTable, instant: InstantTime) -> Instant | None:

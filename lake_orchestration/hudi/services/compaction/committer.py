@@ -7,8 +7,6 @@ idempotency key): nothing is cleaned up.
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -16,30 +14,20 @@ from lake_orchestration.errors import InvalidInstantStateError
 from lake_orchestration.hudi.model.avro import CompactionPlan
 from lake_orchestration.hudi.model.commit_metadata import CommitMetadata, WriteStat
 from lake_orchestration.hudi.model.instant import Action, Instant, InstantTime, State
-from lake_orchestration.hudi.model.schema import META_FIELDS
 from lake_orchestration.hudi.services.attempt import attempt_check
 from lake_orchestration.hudi.services.compaction.config import CompactionConfig
 from lake_orchestration.hudi.services.compaction.result import CompactionExecution, CompactionResult
-from lake_orchestration.hudi.table.commit import after_commit, commit_section
+from lake_orchestration.hudi.services.plans import commit_plan_files, plan_commit_metadata
+from lake_orchestration.hudi.table.commit import after_commit
 from lake_orchestration.hudi.table.heartbeat import Heartbeat, heartbeat_path
 from lake_orchestration.hudi.table.hudi_table import HudiTable
 from lake_orchestration.hudi.table.lock import LockConfig
-from lake_orchestration.hudi.table.marker import delete_markers, reconcile_markers
 
 
 def compaction_commit_metadata(
     stats: list[WriteStat], plan: CompactionPlan, writer_schema: dict[str, Any]
 ) -> CommitMetadata:
-    by_partition: dict[str, list[WriteStat]] = defaultdict(list)
-    for s in stats:
-        by_partition[s.partitionPath or ""].append(s)
-    user = dict(writer_schema)
-    user["fields"] = [f for f in writer_schema["fields"] if f["name"] not in META_FIELDS]
-    extra = dict(plan.extra_metadata or {})
-    extra["schema"] = json.dumps(user, separators=(",", ":"))
-    return CommitMetadata(
-        partition_to_write_stats=dict(by_partition), compacted=True, extra_metadata=extra, operation_type="COMPACT"
-    )
+    return plan_commit_metadata(stats, plan.extra_metadata, writer_schema, compacted=True, operation_type="COMPACT")
 
 
 def commit_compaction(
@@ -62,16 +50,7 @@ def commit_compaction(
     """
     instant = InstantTime(instant, where=table.base_uri)
     inflight = Instant(instant, Action.COMPACTION, State.INFLIGHT)
-    # once the completed file exists the compaction is committed: a failure of what follows (marker deletion, the
-    # lock file's release) is a warning (commit_section), never an error inviting a second execution
-    with commit_section(table, operation=f"compaction commit {instant}", lock=lock) as section:
-        if verify is not None:
-            verify()  # e.g. the attempt is still this process's (raises; nothing written)
-        reconcile_markers(table.storage, instant, {s.path for s in metadata.write_stats() if s.path})
-        section.complete(inflight, metadata.to_bytes(), what=f"compaction {instant}")  # the ambiguous-write rule
-        after_commit(section.completed, "deleting the markers", lambda: delete_markers(table.storage, instant))
-    assert section.completed is not None
-    return section.completed
+    return commit_plan_files(table, inflight, metadata, service="compaction", lock=lock, verify=verify)
 
 
 def commit_execution(
